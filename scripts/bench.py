@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Benchmark: decoding an .xplane.pb into columns, cold and from the disk cache.
+
+    python scripts/make_fixtures.py --large /tmp/tbp_large     # a >= 2M-event real capture
+    python scripts/bench.py /tmp/tbp_large                      # a file or a directory
+
+Each figure comes from a fresh child process, so nothing is warm that should not be:
+  parse_only_s     protobuf's own full parse of the file (the floor the reference starts from)
+  cold_decode_s    bytes on disk -> columnar Profile (compiled decoder, and pure numpy)
+  cache_write_s    writing the disk cache entry
+  cached_open_s    a new process opening the same file again (disk cache hit)
+  peak_mb          peak Python-tracked memory of the cold decode (tracemalloc), and its ratio
+                   to the file size
+Prints one JSON object; `--json-out F` also writes it to F.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_CHILD = r"""
+import json, os, sys, time, tracemalloc
+sys.path.insert(0, sys.argv[1])
+mode, path = sys.argv[2], sys.argv[3]
+out = {}
+if mode == "parse":
+    from tb_profile_plugin.xspace.pb import xplane_pb2
+    data = open(path, "rb").read()
+    t = time.perf_counter(); xplane_pb2.XSpace.FromString(data)
+    out["parse_only_s"] = time.perf_counter() - t
+elif mode in ("cold", "cold_numpy"):
+    from tb_profile_plugin.xspace import cache
+    from tb_profile_plugin.xspace.decode import decode_xspace
+    from tb_profile_plugin.xspace.store import ProfileStore
+    pure = mode == "cold_numpy"
+    tracemalloc.start()
+    t = time.perf_counter()
+    data = open(path, "rb").read()
+    profile = decode_xspace(data, pure=pure)
+    out["cold_decode_s"] = time.perf_counter() - t
+    out["peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    out["decoder"] = profile.decoder
+    out["events"] = profile.num_events
+    out["columns_mb"] = profile.nbytes / 2**20
+    if not pure:
+        st = os.stat(path)
+        t = time.perf_counter()
+        cache.save(profile, cache.cache_key(path, st.st_size, st.st_mtime_ns))
+        out["cache_write_s"] = time.perf_counter() - t
+elif mode == "cached":
+    from tb_profile_plugin.xspace.store import ProfileStore
+    t = time.perf_counter()
+    store = ProfileStore()
+    profile = store.open(path)
+    out["cached_open_s"] = time.perf_counter() - t
+    out["cached_decoder"] = profile.decoder
+    t = time.perf_counter()
+    total = sum(int(l.events.duration_ps.sum()) for p in profile.planes for l in p.lines)
+    out["cached_touch_all_columns_s"] = time.perf_counter() - t
+print(json.dumps(out))
+"""
+
+
+def _child(mode: str, path: Path, env: dict[str, str]) -> dict[str, object]:
+    result = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(ROOT), mode, str(path)],
+        env=env, check=True, capture_output=True, text=True,
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _find(path: Path) -> Path:
+    if path.is_file():
+        return path
+    files = sorted(path.glob("**/*.xplane.pb"), key=lambda p: p.stat().st_size)
+    if not files:
+        sys.exit(f"no .xplane.pb under {path}")
+    return files[-1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path, help="an .xplane.pb or a directory holding one")
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    path = _find(args.path)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = dict(os.environ, TB_PROFILE_CACHE_DIR=cache_dir)
+        report: dict[str, object] = {
+            "file": str(path), "file_mb": path.stat().st_size / 2**20, "cpus": os.cpu_count(),
+        }
+        report.update(_child("parse", path, env))
+        numpy_run = _child("cold_numpy", path, env)
+        report["cold_decode_numpy_s"] = numpy_run["cold_decode_s"]
+        report["peak_numpy_mb"] = numpy_run["peak_mb"]
+        report.update(_child("cold", path, env))
+        report.update(_child("cached", path, env))
+    report["peak_to_file_ratio"] = report["peak_mb"] / report["file_mb"]
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json_out:
+        args.json_out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""The project's exceptions; plugin.py maps each to one HTTP status, the CLI to an exit code.
+
+Messages are for users: they say what happened and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class ProfileError(Exception):
+    """Base of every error the plugin reports to a user."""
+
+    http_status = 500
+    exit_code = 1
+
+
+class NotFound(ProfileError):
+    """An unknown run, view, host or table (HTTP 404)."""
+
+    http_status = 404
+    exit_code = 3
+
+
+class BadRequest(ProfileError):
+    """A malformed parameter, or a path that would leave the logdir (HTTP 400)."""
+
+    http_status = 400
+    exit_code = 2
+
+
+class UnreadableProfile(ProfileError):
+    """A profile file that exists but is not a readable XSpace (HTTP 422)."""
+
+    http_status = 422
+    exit_code = 4

@@ -1,0 +1,272 @@
+"""Decode `.xplane.pb` bytes into a columnar `Profile`.
+
+Protobuf parses the small structure (planes, metadata tables, plane stats) and hands each
+line over still encoded (`XSpaceLines`). Each line's events are then decoded straight from
+its wire bytes into numpy columns by the compiled decoder (`_wire.decode_line`) when it was
+built, or else by the pure-numpy decoder (`wire_numpy`), which gives identical columns.
+No Python code runs per event on either path.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.xspace import wire_numpy
+from tb_profile_plugin.xspace.model import (
+    EventColumns,
+    EventMetadataTable,
+    Line,
+    Plane,
+    Profile,
+    StatColumns,
+    StatMetadataTable,
+    StringTable,
+)
+from tb_profile_plugin.xspace.pb import xplane_pb2, xplane_wire_pb2
+from tb_profile_plugin.xspace.schema import StatKind
+
+try:
+    from tb_profile_plugin.xspace import _wire  # type: ignore[attr-defined]
+except ImportError:  # no compiler at install time: the numpy path does the same work
+    _wire = None
+
+#: Set TB_PROFILE_PURE_DECODER=1 to force the pure-numpy decoder (tests compare both).
+PURE_DECODER_ENV = "TB_PROFILE_PURE_DECODER"
+
+_STRING_KINDS = np.array([StatKind.STR, StatKind.BYTES], np.uint8)
+
+
+def compiled_decoder_available() -> bool:
+    return _wire is not None
+
+
+def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
+    """Decode one serialized XSpace. Raises UnreadableProfile for anything that is not one.
+
+    `pure` forces (True) or forbids (False) the numpy decoder; None picks the compiled one when
+    built, unless TB_PROFILE_PURE_DECODER=1. Lines are decoded from slices of `data` itself
+    (no copy); only the small rest of each plane goes through protobuf.
+    """
+    if not data:
+        raise UnreadableProfile("the file is empty (0 bytes): the capture did not finish writing")
+    if pure is None:
+        pure = _wire is None or os.environ.get(PURE_DECODER_ENV) == "1"
+    view = memoryview(data)
+    try:
+        fields = _scan(view, 0, len(data), pure)
+        if np.any(fields[:, 0] > 4) or np.any(fields[:, 1] != 2):
+            raise UnreadableProfile(
+                "the file is protobuf but not an XSpace (unexpected fields): it is not an "
+                ".xplane.pb written by a profiler"
+            )
+        is_plane = fields[:, 0] == 1
+        head = xplane_pb2.XSpace.FromString(_records(view, fields[~is_plane]))
+        decoded = [_decode_plane(view, row, pure) for row in fields[is_plane]]
+    except (ValueError, DecodeError) as exc:
+        raise UnreadableProfile(
+            f"not a readable XSpace ({exc}); the file is truncated or is not an .xplane.pb"
+        ) from exc
+    starts = [raw.timestamp_ns for _, lines in decoded for raw in lines if len(raw.metadata_id)]
+    origin_ns = min(starts) if starts else 0
+    planes = [_build_plane(plane, lines, origin_ns) for plane, lines in decoded]
+    return Profile(
+        planes=planes,
+        hostnames=list(head.hostnames),
+        errors=list(head.errors),
+        warnings=list(head.warnings),
+        origin_ns=origin_ns,
+        decoder="numpy" if pure else "compiled",
+    )
+
+
+def _scan(view: memoryview, start: int, end: int, pure: bool) -> np.ndarray:
+    """Top-level fields of the message view[start:end] as rows
+    (field, wire_type, record_start, value_start, end)."""
+    if not pure:
+        return np.frombuffer(_wire.scan_fields(view, start, end), np.int64).reshape(-1, 5)
+    return wire_numpy.scan_fields_python(view, start, end)
+
+
+def _records(view: memoryview, rows: np.ndarray) -> bytes:
+    """The encoded fields of `rows`, tags included, joined: a message holding just those."""
+    return b"".join(view[int(r[2]) : int(r[4])] for r in rows)
+
+
+def _decode_plane(
+    view: memoryview, plane_row: np.ndarray, pure: bool
+) -> tuple[xplane_pb2.XPlane, list[_RawLine]]:
+    fields = _scan(view, int(plane_row[3]), int(plane_row[4]), pure)
+    is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
+    plane = xplane_pb2.XPlane.FromString(_records(view, fields[~is_line]))
+    _reject_unknown_fields(plane)
+    lines = [_decode_line(view[int(r[3]) : int(r[4])], pure) for r in fields[is_line]]
+    return plane, lines
+
+
+def _reject_unknown_fields(plane: xplane_pb2.XPlane) -> None:
+    """Protobuf accepts many foreign byte strings as messages full of unknown fields."""
+    from google.protobuf import unknown_fields
+
+    if len(unknown_fields.UnknownFieldSet(plane)):
+        raise UnreadableProfile(
+            "the file parses as protobuf but not as an XSpace (unknown plane fields): it is "
+            "not an .xplane.pb written by a profiler"
+        )
+
+
+class _RawLine:
+    """One line's header and columns as the decoders return them (strings still in `buf`)."""
+
+    __slots__ = (
+        "id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps",
+        "metadata_id", "offset_ps", "event_duration_ps", "num_occurrences", "stats", "buf",
+    )
+
+
+def _decode_line(line_bytes: memoryview, pure: bool) -> _RawLine:
+    raw = _RawLine()
+    try:
+        if pure:
+            _decode_line_numpy(line_bytes, raw)
+        else:
+            _decode_line_compiled(line_bytes, raw)
+    except (ValueError, DecodeError) as exc:
+        raise UnreadableProfile(f"a line of the profile is malformed ({exc})") from exc
+    return raw
+
+
+def _decode_line_compiled(line_bytes: memoryview, raw: _RawLine) -> None:
+    (raw.id, raw.display_id, name, display_name, raw.timestamp_ns, raw.duration_ps, meta,
+     offset, duration, occurrences, s_row, s_meta, s_kind, s_value, s_length) = (
+        _wire.decode_line(line_bytes)
+    )
+    raw.name = name.decode("utf-8", errors="replace")
+    raw.display_name = display_name.decode("utf-8", errors="replace")
+    raw.metadata_id = np.frombuffer(meta, np.int64)
+    raw.offset_ps = np.frombuffer(offset, np.int64)
+    raw.event_duration_ps = np.frombuffer(duration, np.int64)
+    raw.num_occurrences = None if occurrences is None else np.frombuffer(occurrences, np.int64)
+    raw.stats = (
+        np.frombuffer(s_row, np.int32), np.frombuffer(s_meta, np.int64),
+        np.frombuffer(s_kind, np.uint8), np.frombuffer(s_value, np.int64),
+        np.frombuffer(s_length, np.int32),
+    )
+    raw.buf = np.frombuffer(line_bytes, np.uint8)
+
+
+def _decode_line_numpy(line_bytes: memoryview, raw: _RawLine) -> None:
+    line = xplane_wire_pb2.XLineWire.FromString(line_bytes)
+    raw.id, raw.display_id = line.id, line.display_id
+    raw.name, raw.display_name = line.name, line.display_name
+    raw.timestamp_ns, raw.duration_ps = line.timestamp_ns, line.duration_ps
+    events = list(line.events)
+    lengths = np.fromiter(map(len, events), np.int64, count=len(events))
+    ends = np.cumsum(lengths)
+    buf = np.frombuffer(b"".join(events), np.uint8)
+    (raw.metadata_id, raw.offset_ps, raw.event_duration_ps, raw.num_occurrences,
+     raw.stats) = wire_numpy.decode_events(buf, ends - lengths, ends)
+    raw.buf = buf
+
+
+def _gather_strings(
+    buf: np.ndarray, kind: np.ndarray, value: np.ndarray, length: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Copy str/bytes stat values out of `buf` into one blob; returns (value, blob) with
+    `value` rewritten in place to point into the blob."""
+    is_string = np.isin(kind, _STRING_KINDS)
+    if not is_string.any():
+        return value, np.zeros(0, np.uint8)
+    sel = np.flatnonzero(is_string)
+    lengths = length[sel].astype(np.int64)
+    new_starts = np.zeros(len(sel), np.int64)
+    np.cumsum(lengths[:-1], out=new_starts[1:])
+    blob = np.empty(int(lengths.sum()), np.uint8)
+    # Byte k of the blob comes from buf[old_start + (k - new_start)] of its value; the index
+    # array is built a chunk of strings at a time so it stays small next to the columns.
+    chunk = 1 << 16
+    for first in range(0, len(sel), chunk):
+        part = slice(first, first + chunk)
+        part_lengths = lengths[part]
+        begin = int(new_starts[first])
+        count = int(part_lengths.sum())
+        index = np.repeat(value[sel[part]] - new_starts[part], part_lengths)
+        index += np.arange(begin, begin + count)
+        blob[begin : begin + count] = buf[index]
+    value[sel] = new_starts  # in place: the decoders' columns are writable and ours alone
+    return value, blob
+
+
+def _stat_columns(
+    buf: np.ndarray, stats: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+) -> StatColumns:
+    row, meta, kind, value, length = stats
+    value, blob = _gather_strings(buf, kind, value, length)
+    return StatColumns(row, meta, kind, value, length, blob)
+
+
+def _build_line(raw: _RawLine, origin_ns: int) -> Line:
+    shift_ps = (raw.timestamp_ns - origin_ns) * 1000
+    start_ps = raw.offset_ps
+    start_ps += np.int64(shift_ps)  # in place: offsets become starts from the profile origin
+    return Line(
+        id=raw.id,
+        display_id=raw.display_id,
+        name=raw.name,
+        display_name=raw.display_name,
+        timestamp_ns=raw.timestamp_ns,
+        duration_ps=raw.duration_ps,
+        events=EventColumns(raw.metadata_id, start_ps, raw.event_duration_ps,
+                            raw.num_occurrences),
+        stats=_stat_columns(raw.buf, raw.stats),
+    )
+
+
+def _message_stats(owners_and_stats: list[tuple[int, list[xplane_pb2.XStat]]]) -> StatColumns:
+    """StatColumns of stats held as protobuf objects (metadata and plane stats: few rows)."""
+    flat = [(row, stat) for row, stats in owners_and_stats for stat in stats]
+    if not flat:
+        return StatColumns.empty()
+    encoded = [stat.SerializeToString() for _, stat in flat]
+    lengths = np.array([len(e) for e in encoded], np.int64)
+    ends = np.cumsum(lengths)
+    buf = np.frombuffer(b"".join(encoded), np.uint8)
+    rows = np.array([row for row, _ in flat], np.int32)
+    return _stat_columns(buf, wire_numpy.decode_stats(buf, ends - lengths, ends, rows))
+
+
+def _build_plane(
+    plane: xplane_pb2.XPlane, raw_lines: list[_RawLine], origin_ns: int
+) -> Plane:
+    event_ids = sorted(plane.event_metadata.keys())
+    entries = [plane.event_metadata[i] for i in event_ids]
+    child_counts = [len(e.child_id) for e in entries]
+    child_offsets = np.zeros(len(entries) + 1, np.int64)
+    np.cumsum(child_counts, out=child_offsets[1:])
+    event_metadata = EventMetadataTable(
+        ids=np.array(event_ids, np.int64),
+        names=StringTable.from_strings([e.name for e in entries]),
+        display_names=StringTable.from_strings([e.display_name for e in entries]),
+        metadata=StringTable.from_strings([e.metadata for e in entries]),
+        stats=_message_stats([(row, list(e.stats)) for row, e in enumerate(entries) if e.stats]),
+        child_offsets=child_offsets,
+        child_ids=np.array([c for e in entries for c in e.child_id], np.int64),
+    )
+    stat_ids = sorted(plane.stat_metadata.keys())
+    stat_entries = [plane.stat_metadata[i] for i in stat_ids]
+    stat_metadata = StatMetadataTable(
+        ids=np.array(stat_ids, np.int64),
+        names=StringTable.from_strings([s.name for s in stat_entries]),
+        descriptions=StringTable.from_strings([s.description for s in stat_entries]),
+    )
+    return Plane(
+        id=plane.id,
+        name=plane.name,
+        lines=[_build_line(raw, origin_ns) for raw in raw_lines],
+        event_metadata=event_metadata,
+        stat_metadata=stat_metadata,
+        stats=_message_stats([(0, list(plane.stats))]),
+    )

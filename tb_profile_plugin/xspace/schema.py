@@ -1,0 +1,44 @@
+"""Names and codes of the XPlane format that the decoder and every layer above share.
+
+Plane and line names follow TensorFlow's profiler conventions (xprof_reference.md §3.1):
+host planes are `/host:CPU`, devices `/device:GPU:<n>` (or TPU/CUSTOM), and derived lines have
+ids at or above `DERIVED_LINE_ID_MIN`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+#: Bumped whenever the decoded columns change meaning or layout; part of the cache key.
+FORMAT_VERSION = 1
+
+HOST_PLANE_NAME = "/host:CPU"
+DEVICE_PLANE_PREFIX = "/device:"
+GPU_PLANE_PREFIX = "/device:GPU:"
+TPU_PLANE_PREFIX = "/device:TPU:"
+CUSTOM_PLANE_PREFIX = "/device:CUSTOM:"
+TASK_ENVIRONMENT_PLANE_NAME = "/host:Task Environment"
+METADATA_PLANE_NAME = "/host:metadata"
+
+#: Lines whose id is at least this are derived by the profiler (Steps, XLA Ops, ...).
+DERIVED_LINE_ID_MIN = 0xDEADBEEF
+
+
+class StatKind(enum.IntEnum):
+    """How to read `StatColumns.value` (the XStat `value` oneof case)."""
+
+    NONE = 0
+    DOUBLE = 1
+    UINT64 = 2
+    INT64 = 3
+    STR = 4
+    BYTES = 5
+    REF = 6
+
+
+def is_device_plane(plane_name: str) -> bool:
+    return plane_name.startswith(DEVICE_PLANE_PREFIX)
+
+
+def is_gpu_plane(plane_name: str) -> bool:
+    return plane_name.startswith(GPU_PLANE_PREFIX)

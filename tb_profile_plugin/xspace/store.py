@@ -1,0 +1,109 @@
+"""Open profiles by path: memory cache (LRU, bounded in bytes), then disk cache, then decode.
+
+`ProfileStore.open(path)` is safe to call from many request threads at once: concurrent
+requests for one cold profile wait for a single decode (one lock per file), and a profile whose
+size or modification time changed on disk is decoded again. The memory bound is
+`TB_PROFILE_MEMORY_CACHE_BYTES` (default 2 GiB), or the `max_bytes` given; the least recently
+used profiles are dropped first (a profile bigger than the bound is served but not kept).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from tb_profile_plugin import fs
+from tb_profile_plugin.errors import NotFound, UnreadableProfile
+from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace.decode import decode_xspace
+from tb_profile_plugin.xspace.model import Profile
+
+MEMORY_CACHE_ENV = "TB_PROFILE_MEMORY_CACHE_BYTES"
+DEFAULT_MEMORY_CACHE_BYTES = 2 * 2**30
+
+
+@dataclass(frozen=True)
+class _Entry:
+    profile: Profile
+    size_bytes: int
+    mtime_ns: int
+
+
+class ProfileStore:
+    def __init__(self, max_bytes: int | None = None, disk_cache_dir: Path | None = None) -> None:
+        if max_bytes is None:
+            max_bytes = int(os.environ.get(MEMORY_CACHE_ENV, DEFAULT_MEMORY_CACHE_BYTES))
+        self.max_bytes = max_bytes
+        self._disk_cache_dir = disk_cache_dir
+        self._entries: collections.OrderedDict[str, _Entry] = collections.OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._file_locks: dict[str, threading.Lock] = {}
+        #: How many times a file was actually decoded (tests and the bench read it).
+        self.decode_count = 0
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._bytes
+
+    def open(self, path: str) -> Profile:
+        """The decoded profile at `path` (local or remote). Raises NotFound/UnreadableProfile."""
+        try:
+            size_bytes, mtime_ns = fs.stat(path)
+        except FileNotFoundError as exc:
+            raise NotFound(f"profile file {path} does not exist (any more)") from exc
+        with self._lock:
+            entry = self._entries.get(path)
+            if entry and (entry.size_bytes, entry.mtime_ns) == (size_bytes, mtime_ns):
+                self._entries.move_to_end(path)
+                return entry.profile
+            file_lock = self._file_locks.setdefault(path, threading.Lock())
+        with file_lock:
+            with self._lock:  # another thread may have finished the decode meanwhile
+                entry = self._entries.get(path)
+                if entry and (entry.size_bytes, entry.mtime_ns) == (size_bytes, mtime_ns):
+                    self._entries.move_to_end(path)
+                    return entry.profile
+            profile = self._load(path, size_bytes, mtime_ns)
+            self._remember(path, _Entry(profile, size_bytes, mtime_ns))
+            return profile
+
+    def _load(self, path: str, size_bytes: int, mtime_ns: int) -> Profile:
+        key = cache.cache_key(path, size_bytes, mtime_ns)
+        cached = cache.load(key, self._disk_cache_dir)
+        if cached is not None:
+            return cached
+        try:
+            data = fs.read_bytes(path)
+        except OSError as exc:
+            raise UnreadableProfile(f"cannot read {path}: {exc}") from exc
+        try:
+            profile = decode_xspace(data)
+        except UnreadableProfile as exc:
+            raise UnreadableProfile(f"{fs.basename(path)}: {exc}") from exc
+        with self._lock:
+            self.decode_count += 1
+        del data
+        cache.save(profile, key, self._disk_cache_dir)
+        return profile
+
+    def _remember(self, path: str, entry: _Entry) -> None:
+        size = entry.profile.nbytes
+        with self._lock:
+            old = self._entries.pop(path, None)
+            if old is not None:
+                self._bytes -= old.profile.nbytes
+            if size > self.max_bytes:
+                return
+            self._entries[path] = entry
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._entries:
+                _, evicted = self._entries.popitem(last=False)
+                self._bytes -= evicted.profile.nbytes
+
+    def __contains__(self, path: str) -> bool:
+        with self._lock:
+            return path in self._entries

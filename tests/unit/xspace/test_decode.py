@@ -1,0 +1,172 @@
+"""The columnar decoder equals protobuf's own parse, on real captures and synthetic spaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.xspace.decode import compiled_decoder_available, decode_xspace
+from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.pb import xplane_pb2
+from tb_profile_plugin.xspace.schema import StatKind
+from tests.fixtures import xplane_files
+from tests.xspace_builder import Ref, Uint, XSpaceBuilder, kernel_details
+
+DECODERS = [pytest.param(True, id="numpy")] + (
+    [pytest.param(False, id="compiled")] if compiled_decoder_available() else []
+)
+
+
+def _expected_stat(stat: xplane_pb2.XStat) -> tuple[int, int, object]:
+    case = stat.WhichOneof("value")
+    kinds = {
+        "double_value": StatKind.DOUBLE, "uint64_value": StatKind.UINT64,
+        "int64_value": StatKind.INT64, "str_value": StatKind.STR,
+        "bytes_value": StatKind.BYTES, "ref_value": StatKind.REF, None: StatKind.NONE,
+    }
+    value = getattr(stat, case) if case else None
+    return stat.metadata_id, int(kinds[case]), value
+
+
+def assert_same_as_protobuf(data: bytes, profile: Profile) -> None:
+    space = xplane_pb2.XSpace.FromString(data)
+    assert profile.hostnames == list(space.hostnames)
+    assert profile.errors == list(space.errors)
+    assert profile.warnings == list(space.warnings)
+    assert len(profile.planes) == len(space.planes)
+    for plane, expected_plane in zip(profile.planes, space.planes, strict=True):
+        assert (plane.id, plane.name) == (expected_plane.id, expected_plane.name)
+        assert sorted(plane.event_metadata.ids.tolist()) == sorted(expected_plane.event_metadata)
+        for row, meta_id in enumerate(plane.event_metadata.ids.tolist()):
+            meta = expected_plane.event_metadata[meta_id]
+            assert plane.event_metadata.names[row] == meta.name
+            assert plane.event_metadata.display_names[row] == meta.display_name
+        assert plane.stat_metadata.ids.tolist() == sorted(expected_plane.stat_metadata)
+        for row, stat_id in enumerate(plane.stat_metadata.ids.tolist()):
+            assert plane.stat_metadata.names[row] == expected_plane.stat_metadata[stat_id].name
+        assert len(plane.stats) == len(expected_plane.stats)
+        assert len(plane.lines) == len(expected_plane.lines)
+        for line, expected in zip(plane.lines, expected_plane.lines, strict=True):
+            assert (line.id, line.display_id, line.name, line.display_name) == (
+                expected.id, expected.display_id, expected.name, expected.display_name)
+            assert (line.timestamp_ns, line.duration_ps) == (
+                expected.timestamp_ns, expected.duration_ps)
+            events = expected.events
+            assert len(line.events) == len(events)
+            shift_ps = (line.timestamp_ns - profile.origin_ns) * 1000
+            np.testing.assert_array_equal(
+                line.events.metadata_id, [e.metadata_id for e in events])
+            np.testing.assert_array_equal(
+                line.events.start_ps - shift_ps, [e.offset_ps for e in events])
+            np.testing.assert_array_equal(
+                line.events.duration_ps, [e.duration_ps for e in events])
+            expected_stats = [
+                (i, *_expected_stat(s)) for i, e in enumerate(events) for s in e.stats
+            ]
+            assert len(line.stats) == len(expected_stats)
+            got = [
+                (int(line.stats.row[k]), int(line.stats.metadata_id[k]), int(line.stats.kind[k]),
+                 line.stats.python_value(k) if line.stats.kind[k] else None)
+                for k in range(len(line.stats))
+            ]
+            assert got == expected_stats
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+@pytest.mark.parametrize("path", xplane_files(), ids=lambda p: str(p.relative_to(p.parents[4])))
+def test_real_captures_decode_like_protobuf(path: Path, pure: bool) -> None:
+    data = path.read_bytes()
+    profile = decode_xspace(data, pure=pure)
+    assert profile.num_events > 0
+    assert_same_as_protobuf(data, profile)
+
+
+def test_every_fixture_is_there() -> None:
+    assert len(xplane_files()) >= 6
+
+
+def synthetic_space() -> bytes:
+    b = XSpaceBuilder(hostnames=["worker0"])
+    b.warning("some tracer warning")
+    cpu = b.plane("/host:CPU")
+    t = cpu.line("tf_Compute", line_id=7, timestamp_ns=1_000)
+    t.event("train", offset_ps=0, duration_ps=10_000_000, step_num=1, _r=1)
+    t.event("MatMul", offset_ps=5, duration_ps=2**40, long_name="dense/MatMul:MatMul")
+    t.event("aggregate", num_occurrences=12, duration_ps=3)
+    t.event("zero")
+    t.event("neg", offset_ps=7, duration_ps=1, delta=-5, ratio=0.25, blob=b"\x00\xff",
+            big=Uint(2**64 - 1), kind=Ref("kernel"), utf="日本")
+    gpu = b.gpu_plane(0)
+    s = gpu.line("Stream #12(Compute)", line_id=12, timestamp_ns=900)
+    s.kernel("volta_sgemm_128x64_nn", offset_ps=2_000, duration_ps=5_000, correlation_id=7,
+             details=kernel_details(grid=(4, 2, 1)), tf_op="dense/MatMul:MatMul", group_id=1)
+    s.memcpy("HtoD", offset_ps=9_000, duration_ps=1_000, correlation_id=8, num_bytes=4096)
+    return b.serialize()
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+def test_synthetic_space_exact(pure: bool) -> None:
+    data = synthetic_space()
+    profile = decode_xspace(data, pure=pure)
+    assert_same_as_protobuf(data, profile)
+    assert profile.origin_ns == 900
+    cpu = profile.planes[0].lines[0]
+    # timestamp 1000 ns is 100 ns after the origin: starts shift by 100_000 ps.
+    assert cpu.events.start_ps.tolist() == [100_000, 100_005, 100_000, 100_000, 100_007]
+    assert cpu.events.num_occurrences is not None
+    assert cpu.events.num_occurrences.tolist() == [0, 0, 12, 0, 0]
+    gpu = profile.planes[1]
+    assert gpu.stat_values()["devcap_core_count"] == 80
+    assert gpu.stat_values()["gpu_model"] == "NVIDIA H100"
+    corr = gpu.stat_metadata.id_of("correlation_id")
+    assert gpu.lines[0].stats.int_column(corr, 2).tolist() == [7, 8]
+
+
+def test_both_decoders_give_identical_columns() -> None:
+    if not compiled_decoder_available():
+        pytest.skip("compiled decoder not built")
+    for path in xplane_files()[:3]:
+        data = path.read_bytes()
+        a, b = decode_xspace(data, pure=True), decode_xspace(data, pure=False)
+        for pa, pb in zip(a.planes, b.planes, strict=True):
+            for la, lb in zip(pa.lines, pb.lines, strict=True):
+                for name in ("metadata_id", "start_ps", "duration_ps"):
+                    np.testing.assert_array_equal(
+                        getattr(la.events, name), getattr(lb.events, name))
+                for name in ("row", "metadata_id", "kind", "value", "length", "strings"):
+                    np.testing.assert_array_equal(getattr(la.stats, name), getattr(lb.stats, name))
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "empty"),
+        (b"\x0a\xff\xff\xff\x0f", "truncated"),
+        (bytes(range(256)) * 16, "not"),
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "not"),
+    ],
+    ids=["empty", "truncated-length", "random", "png"],
+)
+def test_bad_bytes_are_unreadable(data: bytes, message: str, pure: bool) -> None:
+    with pytest.raises(UnreadableProfile, match=message):
+        decode_xspace(data, pure=pure)
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+def test_truncated_real_capture_is_unreadable(pure: bool) -> None:
+    data = synthetic_space()
+    for cut in (len(data) // 3, len(data) // 2, len(data) - 1):
+        with pytest.raises(UnreadableProfile):
+            decode_xspace(data[:cut], pure=pure)
+
+
+def test_space_without_events_decodes() -> None:
+    b = XSpaceBuilder()
+    b.plane("/host:CPU").line("idle thread")
+    profile = decode_xspace(b.serialize())
+    assert profile.num_events == 0
+    assert profile.origin_ns == 0
