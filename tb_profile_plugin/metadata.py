@@ -1,0 +1,12 @@
+"""Constants shared by the loader, the plugin and the command line."""
+
+from __future__ import annotations
+
+PLUGIN_NAME = "profile"
+#: The entry point value TensorBoard loads for this project (pyproject.toml).
+ENTRY_POINT = "tb_profile_plugin.loader:ProfilePluginLoader"
+#: Flag and environment variable choosing which installed `profile` plugin serves the tab.
+CHOICE_FLAG = "profile_plugin"
+CHOICE_ENV = "TB_PROFILE_PLUGIN"
+CHOICE_OURS = "tb-profile"
+CHOICE_OTHER = "other"

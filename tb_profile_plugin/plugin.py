@@ -1,0 +1,220 @@
+"""The TensorBoard plugin: routes only. Parses requests, calls the layers below, responds.
+
+Routes live under /data/plugin/profile/ (design/api.md). Every error is a `ProfileError`
+mapped once, in `_respond_errors`, to its status and a JSON body `{"error": ...}`; anything
+unexpected becomes a 500 with the same shape, is logged, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import logging
+import mimetypes
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tensorboard.plugins import base_plugin
+from werkzeug import Request, Response
+
+from tb_profile_plugin import metadata
+from tb_profile_plugin.errors import BadRequest, NotFound, ProfileError, UnreadableProfile
+from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run
+from tb_profile_plugin.tools import registry
+from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.store import ProfileStore
+
+logger = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+_GZIP_MIN_BYTES = 1024
+#: The standalone page's policy: everything from this origin, nothing from anywhere else.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self'; connect-src 'self'; object-src 'none'; "
+    "base-uri 'self'; frame-ancestors 'self'"
+)
+
+Handler = Callable[[Request], Response]
+
+
+def _respond(
+    request: Request, body: bytes | str, content_type: str, status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """The one way responses leave the plugin: gzip when accepted, nosniff always."""
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    all_headers = {"X-Content-Type-Options": "nosniff", **(headers or {})}
+    if len(data) >= _GZIP_MIN_BYTES and "gzip" in request.headers.get("Accept-Encoding", ""):
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+        all_headers["Content-Encoding"] = "gzip"
+    all_headers["Vary"] = "Accept-Encoding"
+    return Response(data, status=status, content_type=content_type, headers=all_headers)
+
+
+def _json(request: Request, value: Any, status: int = 200) -> Response:
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False, default=_json_default)
+    return _respond(request, text, "application/json", status)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def _respond_errors(handler: Handler) -> Handler:
+    def wrapped(request: Request) -> Response:
+        try:
+            return handler(request)
+        except ProfileError as exc:
+            return _json(request, {"error": str(exc)}, exc.http_status)
+        except Exception as exc:  # the server stays up whatever a profile does
+            logger.exception("internal error serving %s", request.full_path)
+            return _json(
+                request,
+                {"error": f"internal error ({type(exc).__name__}: {exc}); see the TensorBoard log"},
+                500,
+            )
+
+    wrapped.__name__ = handler.__name__
+    return Request.application(wrapped)  # type: ignore[return-value]
+
+
+class ProfilePlugin(base_plugin.TBPlugin):
+    """The Profile tab."""
+
+    plugin_name = metadata.PLUGIN_NAME
+
+    def __init__(self, context: base_plugin.TBContext) -> None:
+        self._logdir = LogDir(context.logdir or "")
+        self._store = ProfileStore()
+
+    # --- TensorBoard's plugin interface -------------------------------------------------
+
+    def is_active(self) -> bool:
+        """Cheap and non-blocking: the tab is offered whenever there is a logdir.
+
+        The tab itself explains an empty logdir and offers Capture Profile, so no scan runs
+        here (a walk of a large remote logdir would stall TensorBoard's plugin listing).
+        """
+        return bool(self._logdir.root)
+
+    def frontend_metadata(self) -> base_plugin.FrontendMetadata:
+        return base_plugin.FrontendMetadata(
+            es_module_path="/index.js", tab_name="Profile", disable_reload=True
+        )
+
+    def get_plugin_apps(self) -> dict[str, Handler]:
+        apps: dict[str, Handler] = {
+            "/runs": _respond_errors(self._serve_runs),
+            "/run_tools": _respond_errors(self._serve_run_tools),
+            "/hosts": _respond_errors(self._serve_hosts),
+            "/data": _respond_errors(self._serve_data),
+            "/data_csv": _respond_errors(self._serve_data_csv),
+        }
+        if STATIC_DIR.is_dir():
+            for path in sorted(STATIC_DIR.iterdir()):
+                if path.is_file():
+                    apps["/" + path.name] = _respond_errors(self._static_handler(path))
+        return apps
+
+    # --- routes -------------------------------------------------------------------------
+
+    def _serve_runs(self, request: Request) -> Response:
+        return _json(request, [run.name for run in self._logdir.runs()])
+
+    def _serve_run_tools(self, request: Request) -> Response:
+        run = self._logdir.run(request.args.get("run", ""))
+        profiles, unreadable = self._readable_profiles(run)
+        facts = registry.RunFacts.of(profiles)
+        views = registry.views_for(facts)
+        if unreadable and not profiles:
+            views = [registry.VIEWS["profile_info"].name]
+        return _json(request, views)
+
+    def _serve_hosts(self, request: Request) -> Response:
+        run = self._logdir.run(request.args.get("run", ""))
+        hosts = list(run.hosts)
+        view = registry.VIEWS.get(request.args.get("tag", ""))
+        if view is not None and view.combines_hosts and len(hosts) > 1:
+            hosts.insert(0, ALL_HOSTS)
+        return _json(request, hosts)
+
+    def _serve_data(self, request: Request) -> Response:
+        view, view_request = self._view_request(request)
+        return _json(request, view.build(view_request))
+
+    def _serve_data_csv(self, request: Request) -> Response:
+        view, view_request = self._view_request(request)
+        table_name = request.args.get("table", "") or next(iter(view.tables), "")
+        table = view.tables.get(table_name)
+        if table is None:
+            available = ", ".join(view.tables) or "none"
+            raise NotFound(f"view {view.name} has no table {table_name!r} (tables: {available})")
+        header, rows = table(view.build(view_request))
+        out = io.StringIO()
+        writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        filename = f"{view.name}_{table_name}.csv"
+        return _respond(
+            request, out.getvalue(), "text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        )
+
+    def _static_handler(self, path: Path) -> Handler:
+        content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if path.suffix in (".js", ".mjs"):
+            content_type = "text/javascript"
+        headers = {"Content-Security-Policy": CONTENT_SECURITY_POLICY} if path.suffix == ".html" \
+            else {}
+
+        def serve_static(request: Request) -> Response:
+            return _respond(request, path.read_bytes(), content_type, headers=headers)
+
+        return serve_static
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _view_request(self, request: Request) -> tuple[registry.View, registry.ViewRequest]:
+        tag = request.args.get("tag", "")
+        if not tag:
+            raise BadRequest("the tag parameter (the view) is missing")
+        view = registry.VIEWS.get(tag)
+        if view is None:
+            raise NotFound(f"unknown view {tag!r}; views: {', '.join(registry.VIEWS)}")
+        run = self._logdir.run(request.args.get("run", ""))
+        host = request.args.get("host", "")
+        if not host:
+            if len(run.hosts) != 1:
+                raise BadRequest(
+                    f"the host parameter is missing; run {run.name!r} has "
+                    f"{', '.join(run.hosts)}"
+                )
+            host = run.hosts[0]
+        if host == ALL_HOSTS:
+            if not view.combines_hosts:
+                raise BadRequest(f"view {view.name} shows one host at a time, not {ALL_HOSTS}")
+            paths = {h: run.xplane_path(h) for h in run.hosts}
+        else:
+            paths = {host: self._logdir.host_path(run, host)}
+        profiles = {h: self._store.open(p) for h, p in paths.items()}
+        facts = registry.RunFacts.of(profiles)
+        if not view.available(facts):
+            raise NotFound(f"view {view.name} has no data for run {run.name!r} host {host!r}")
+        params = {k: v for k, v in request.args.items() if k not in ("run", "tag", "host")}
+        return view, registry.ViewRequest(run.name, host, profiles, params)
+
+    def _readable_profiles(self, run: Run) -> tuple[dict[str, Profile], list[str]]:
+        profiles: dict[str, Profile] = {}
+        unreadable: list[str] = []
+        for host in run.hosts:
+            try:
+                profiles[host] = self._store.open(run.xplane_path(host))
+            except (UnreadableProfile, NotFound):
+                unreadable.append(host)
+        return profiles, unreadable

@@ -1,0 +1,1 @@
+"""One pure function per view: decoded profiles in, a JSON-able document out."""

@@ -1,0 +1,112 @@
+"""profile_info view: what a capture holds (hosts, planes, lines, event counts, time spans).
+
+Not one of the eight analyses: it is the view that is always there, so a user can see what
+was captured and why an analysis has nothing to show (no device planes, no events, tracer
+errors recorded in the XSpace).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tb_profile_plugin.tools.document import Diagnostics, document
+from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
+from tb_profile_plugin.xspace.model import Line, Plane, Profile
+from tb_profile_plugin.xspace.schema import DERIVED_LINE_ID_MIN, is_device_plane
+
+NAME = "profile_info"
+VERSION = 1
+_PS_PER_MS = 1e9
+
+
+def _line_row(plane_name: str, line: Line) -> dict[str, Any]:
+    events = line.events
+    if len(events):
+        begin_ps = int(events.start_ps.min())
+        end_ps = int((events.start_ps + events.duration_ps).max())
+    else:
+        begin_ps = end_ps = 0
+    return {
+        "plane": plane_name,
+        "line_id": line.id,
+        "line": line.label,
+        "derived": line.id >= DERIVED_LINE_ID_MIN,
+        "events": len(events),
+        "stats": len(line.stats),
+        "begin_ms": begin_ps / _PS_PER_MS,
+        "end_ms": end_ps / _PS_PER_MS,
+        "busy_ms": float(np.sum(events.duration_ps)) / _PS_PER_MS,
+    }
+
+
+def _stat_names_used(plane: Plane) -> list[str]:
+    """Names of the stats events carry (not the interned values that share the table)."""
+    ids = np.unique(np.concatenate([np.zeros(0, np.int64)] + [
+        line.stats.metadata_id for line in plane.lines
+    ]))
+    names = (plane.stat_metadata.name_of(int(i)) for i in ids)
+    return sorted({name for name in names if name is not None})
+
+
+def _host_summary(host: str, profile: Profile, diagnostics: Diagnostics) -> dict[str, Any]:
+    planes = [
+        {
+            "name": plane.name,
+            "id": plane.id,
+            "lines": len(plane.lines),
+            "events": plane.num_events,
+            "event_metadata": len(plane.event_metadata.ids),
+            "stat_names": _stat_names_used(plane),
+        }
+        for plane in profile.planes
+    ]
+    for error in profile.errors:
+        diagnostics.errors.append(f"{host}: the profiler recorded an error: {error}")
+    for warning in profile.warnings:
+        diagnostics.warnings.append(f"{host}: the profiler recorded a warning: {warning}")
+    if profile.num_events == 0:
+        diagnostics.warnings.append(
+            f"{host}: the profile holds no events: nothing ran while it was captured, or the "
+            "tracers were off; capture again while the program is training"
+        )
+    if not any(is_device_plane(p.name) for p in profile.planes):
+        diagnostics.info.append(
+            f"{host}: no device planes: a CPU-only profile (no GPU trace was captured; on a GPU "
+            "machine this means the CUPTI tracer did not run)"
+        )
+    return {
+        "host": host,
+        "hostnames": profile.hostnames,
+        "num_events": profile.num_events,
+        "planes": planes,
+        "lines": [_line_row(p.name, line) for p in profile.planes for line in p.lines],
+    }
+
+
+def build(request: ViewRequest) -> dict[str, Any]:
+    diagnostics = Diagnostics()
+    hosts = [_host_summary(h, p, diagnostics) for h, p in request.profiles.items()]
+    return document(
+        NAME, VERSION, request.run, request.host, diagnostics,
+        host_count=len(hosts),
+        total_events=sum(h["num_events"] for h in hosts),
+        hosts=hosts,
+    )
+
+
+def lines_table(doc: dict[str, Any]) -> Table:
+    header = ["host", "plane", "line_id", "line", "derived", "events", "stats", "begin_ms",
+              "end_ms", "busy_ms"]
+    rows = [[h["host"], *(row[k] for k in header[1:])] for h in doc["hosts"] for row in h["lines"]]
+    return header, rows
+
+
+def _always(_: RunFacts) -> bool:
+    return True
+
+
+VIEW = register(
+    View(NAME, VERSION, build, _always, combines_hosts=True, tables={"lines": lines_table})
+)

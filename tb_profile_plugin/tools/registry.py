@@ -1,0 +1,101 @@
+"""The views a run can offer, and which of them have data for a given run.
+
+A `View` says, from cheap `RunFacts` (plane names and event names, read from the decoded
+profiles' metadata tables, never from events), whether it has something to show, and builds its
+document from the decoded profiles of the requested host (or of every host for ALL_HOSTS).
+Views register themselves in `VIEWS`; `run_tools` lists them in the order design/api.md fixes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.schema import is_device_plane, is_gpu_plane
+
+#: The order of design/api.md; views added beyond it come after, in registration order.
+VIEW_ORDER = (
+    "overview_page", "input_pipeline_analyzer", "tensorflow_stats", "trace_viewer",
+    "kernel_stats", "memory_profile", "pod_viewer", "tf_data_bottleneck_analysis",
+)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run holds, cheaply: per host, its planes and the event names they define."""
+
+    hosts: tuple[str, ...]
+    plane_names: frozenset[str]
+    event_names: frozenset[str]
+    num_events: int
+
+    @property
+    def has_device_planes(self) -> bool:
+        return any(is_device_plane(name) for name in self.plane_names)
+
+    @property
+    def has_gpu_planes(self) -> bool:
+        return any(is_gpu_plane(name) for name in self.plane_names)
+
+    @staticmethod
+    def of(profiles: Mapping[str, Profile]) -> RunFacts:
+        planes = {plane.name for p in profiles.values() for plane in p.planes}
+        events: set[str] = set()
+        for profile in profiles.values():
+            for plane in profile.planes:
+                events.update(plane.event_metadata.names.tolist())
+        return RunFacts(
+            hosts=tuple(profiles), plane_names=frozenset(planes), event_names=frozenset(events),
+            num_events=sum(p.num_events for p in profiles.values()),
+        )
+
+
+@dataclass(frozen=True)
+class ViewRequest:
+    """Everything a view builds from: the decoded profiles by host, and the query."""
+
+    run: str
+    host: str  # a host name, or ALL_HOSTS
+    profiles: Mapping[str, Profile]
+    params: Mapping[str, str]
+
+
+Table = tuple[list[str], list[list[Any]]]
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    version: int
+    build: Callable[[ViewRequest], dict[str, Any]]
+    available: Callable[[RunFacts], bool]
+    #: Whether the view accepts ALL_HOSTS (combines the hosts of a run).
+    combines_hosts: bool = False
+    #: CSV tables: name -> function from the view document to (header, rows).
+    tables: Mapping[str, Callable[[dict[str, Any]], Table]] = field(default_factory=dict)
+
+
+VIEWS: dict[str, View] = {}
+
+
+def register(view: View) -> View:
+    VIEWS[view.name] = view
+    return view
+
+
+def ordered_views() -> list[View]:
+    known = [VIEWS[name] for name in VIEW_ORDER if name in VIEWS]
+    return known + [v for name, v in VIEWS.items() if name not in VIEW_ORDER]
+
+
+def views_for(facts: RunFacts) -> list[str]:
+    return [view.name for view in ordered_views() if view.available(facts)]
+
+
+def _register_builtin_views() -> None:
+    from tb_profile_plugin.tools import profile_info  # noqa: F401  (registers itself)
+
+
+_register_builtin_views()
