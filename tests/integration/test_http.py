@@ -1,0 +1,172 @@
+"""The plugin's routes through a real TensorBoard process over HTTP (design/api.md)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tb_profile_plugin.xspace.decode import decode_xspace
+from tests.fixtures import DATA_DIR
+from tests.integration.conftest import Server
+
+FIXTURE_RUNS = {
+    "keras_fit/train": "keras_fit/train/plugins/profile",
+    "custom_loop": "custom_loop/plugins/profile",
+    "tfdata_slow": "tfdata_slow/plugins/profile",
+    "tfdata_parallel": "tfdata_parallel/plugins/profile",
+    "two_hosts": "two_hosts/plugins/profile",
+}
+
+
+def _json(server: Server, route: str) -> tuple[int, object]:
+    status, _, body = server.get(route)
+    return status, json.loads(body)
+
+
+def _query(**params: str) -> str:
+    return urllib.parse.urlencode(params)
+
+
+def _run_name(prefix: str) -> str:
+    session = next((DATA_DIR / FIXTURE_RUNS[prefix]).iterdir()).name
+    return f"{prefix}/{session}"
+
+
+def test_runs_lists_every_fixture_newest_first(server: Server) -> None:
+    status, runs = _json(server, "/runs")
+    assert status == 200
+    for prefix in FIXTURE_RUNS:
+        assert _run_name(prefix) in runs
+    # Runs without any host file are not offered; bad files still are (their views explain).
+    assert not any(r.startswith("no_xplane") for r in runs)
+    sessions = [r.rsplit("/", 1)[-1] for r in runs]
+    assert sessions == sorted(sessions, reverse=True)
+
+
+def test_hosts_of_two_host_run(server: Server) -> None:
+    run = _run_name("two_hosts")
+    status, hosts = _json(server, "/hosts?" + _query(run=run, tag="profile_info"))
+    assert status == 200
+    assert hosts[0] == "ALL_HOSTS"
+    assert len(hosts) == 3
+    files = sorted(p.name.removesuffix(".xplane.pb")
+                   for p in (DATA_DIR / FIXTURE_RUNS["two_hosts"]).glob("*/*.xplane.pb"))
+    assert hosts[1:] == files
+
+
+@pytest.mark.parametrize("prefix", sorted(FIXTURE_RUNS))
+def test_profile_info_counts_every_event(server: Server, prefix: str) -> None:
+    run = _run_name(prefix)
+    status, tools = _json(server, "/run_tools?" + _query(run=run))
+    assert status == 200 and "profile_info" in tools
+    session_dir = next((DATA_DIR / FIXTURE_RUNS[prefix]).iterdir())
+    expected = sum(decode_xspace(p.read_bytes()).num_events for p in session_dir.glob("*.xplane.pb"))
+    host = "ALL_HOSTS" if prefix == "two_hosts" else "vm"
+    if prefix != "two_hosts":
+        host = next(session_dir.glob("*.xplane.pb")).name.removesuffix(".xplane.pb")
+    status, doc = _json(server, "/data?" + _query(run=run, tag="profile_info", host=host))
+    assert status == 200
+    assert doc["tool"] == "profile_info" and doc["run"] == run and doc["host"] == host
+    assert set(doc["diagnostics"]) == {"errors", "warnings", "info"}
+    assert doc["total_events"] == expected > 0
+
+
+def test_responses_are_gzipped_when_accepted(server: Server) -> None:
+    run = _run_name("keras_fit/train")
+    host = next((DATA_DIR / FIXTURE_RUNS["keras_fit/train"]).glob("*/*.xplane.pb")).stem
+    route = "/data?" + _query(run=run, tag="profile_info", host=host.removesuffix(".xplane"))
+    status, headers, body = server.get(route, {"Accept-Encoding": "gzip"})
+    assert status == 200
+    assert headers["Content-Encoding"] == "gzip"
+    assert json.loads(gzip.decompress(body))["tool"] == "profile_info"
+
+
+def test_csv_table(server: Server) -> None:
+    run = _run_name("custom_loop")
+    host = next((DATA_DIR / FIXTURE_RUNS["custom_loop"]).glob("*/*.xplane.pb")).name
+    route = "/data_csv?" + _query(run=run, tag="profile_info", host=host[:-10], table="lines")
+    status, headers, body = server.get(route)
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/csv")
+    assert "attachment" in headers["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(body.decode())))
+    assert rows[0][:4] == ["host", "plane", "line_id", "line"]
+    assert sum(int(r[5]) for r in rows[1:]) > 0
+    assert body.decode().splitlines()[1].startswith('"')  # names are quoted
+
+
+def test_static_frontend_is_served(server: Server) -> None:
+    status, headers, body = server.get("/index.js")
+    assert status == 200 and headers["Content-Type"].startswith("text/javascript")
+    assert b"render" in body
+    status, headers, body = server.get("/index.html")
+    assert status == 200 and "default-src 'self'" in headers["Content-Security-Policy"]
+    assert b"<script" in body and b"http" not in body.replace(b"http-equiv", b"")
+
+
+BAD_REQUESTS = [
+    # (query, status, words the message must contain)
+    ({"run": "bad_empty/2020_01_01_00_00_00", "host": "h"}, 422, "empty"),
+    ({"run": "bad_truncated/2020_01_01_00_00_00", "host": "h"}, 422, "truncated"),
+    ({"run": "bad_random/2020_01_01_00_00_00", "host": "h"}, 422, "not"),
+    ({"run": "no_xplane/2020_01_01_00_00_00", "host": "h"}, 404, "no <host>.xplane.pb"),
+    ({"run": "custom_loop/x", "host": "../../etc/passwd"}, 400, "not a valid"),
+    ({"run": "../../etc", "host": "h"}, 400, "not a valid"),
+    ({"run": "/etc/passwd", "host": "h"}, 400, "not a valid"),
+    ({"run": "%2e%2e/%2e%2e/etc", "host": "h"}, 400, "not a valid"),
+    ({"run": "nope/2020", "host": "h"}, 404, "no run"),
+]
+
+
+@pytest.mark.parametrize("query, status, words", BAD_REQUESTS, ids=lambda v: str(v)[:40])
+def test_bad_input_is_explained_and_server_stays_up(
+    server: Server, query: dict[str, str], status: int, words: str
+) -> None:
+    params = dict(query, tag="profile_info")
+    if params["run"].startswith("%2e"):
+        route = f"/data?run={params['run']}&tag=profile_info&host=h"  # already encoded
+    else:
+        route = "/data?" + _query(**params)
+    got, headers, body = server.get(route)
+    assert got == status
+    assert headers["Content-Type"].startswith("application/json")
+    assert words in json.loads(body)["error"]
+    assert server.get("/runs")[0] == 200
+
+
+def test_host_with_slash_in_real_run(server: Server) -> None:
+    run = _run_name("custom_loop")
+    status, doc = _json(server, "/data?" + _query(run=run, tag="profile_info", host="a/../b"))
+    assert status == 400 and "host" in doc["error"]
+
+
+def test_unknown_view_and_missing_tag(server: Server) -> None:
+    run = _run_name("custom_loop")
+    status, doc = _json(server, "/data?" + _query(run=run, tag="no_such_view"))
+    assert status == 404 and "unknown view" in doc["error"]
+    status, doc = _json(server, "/data?" + _query(run=run))
+    assert status == 400 and "tag" in doc["error"]
+
+
+def test_space_without_events_explains_itself(server: Server) -> None:
+    status, doc = _json(server, "/data?" + _query(
+        run="no_events/2020_01_01_00_00_00", tag="profile_info", host="quiet"))
+    assert status == 200
+    assert doc["total_events"] == 0
+    assert any("no events" in w for w in doc["diagnostics"]["warnings"])
+
+
+def test_32_concurrent_requests_for_one_cold_profile(server: Server) -> None:
+    run = _run_name("tfdata_parallel")
+    host = next((DATA_DIR / FIXTURE_RUNS["tfdata_parallel"]).glob("*/*.xplane.pb")).name[:-10]
+    route = "/data?" + _query(run=run, tag="profile_info", host=host)
+    with ThreadPoolExecutor(32) as pool:
+        results = list(pool.map(lambda _: server.get(route), range(32)))
+    assert [status for status, _, _ in results] == [200] * 32
+    assert len({body for _, _, body in results}) == 1
