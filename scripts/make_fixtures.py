@@ -1,0 +1,683 @@
+"""Capture real TensorFlow profiles and write them as test fixtures under ``tests/data/``.
+
+Every fixture is a complete TensorBoard *logdir*, laid out exactly as a TensorBoard user
+would have it on disk, i.e. profiles live at
+``<logdir>/[<tb_run>/]plugins/profile/<session>/<host>.xplane.pb``. The profiles are
+captured live with the installed TensorFlow (developed against tensorflow-cpu 2.21 and
+Keras 3); nothing is synthesised.
+
+Fixtures (names are also the directory names under ``tests/data/``):
+
+``keras_fit``
+    Keras 3 ``model.fit`` of a small conv net on random images, profiled by
+    ``tf.keras.callbacks.TensorBoard(log_dir=..., profile_batch=(4, 7))``. Output:
+    ``keras_fit/train/plugins/profile/<session>/<host>.xplane.pb`` plus the
+    ``keras_fit/train/events.out.tfevents.*`` file Keras writes (the graph and epoch
+    scalars), which is what makes TensorBoard list the ``train`` run.
+``custom_loop``
+    Custom training loop: ``tf.profiler.experimental.start(logdir)`` / ``stop()`` around
+    10 steps of a ``tf.function`` train step on in-memory tensors, each step wrapped in
+    ``tf.profiler.experimental.Trace('train', step_num=step, _r=1)``. The per-step losses
+    are written afterwards with ``tf.summary`` into the logdir root, so there is an events
+    file next to ``plugins/``.
+``tfdata_slow``
+    Input-bound tf.data pipeline: ``range -> map(py_function that sleeps) -> batch`` with a
+    SEQUENTIAL map and no prefetch, feeding a small train step. ``next(iterator)`` happens
+    inside the per-step ``Trace('train', step_num=..., _r=1)`` so the input wait is part
+    of each step. The tf.data static optimizations ``map_and_batch_fusion`` and
+    ``inject_prefetch`` are turned off, otherwise TF would fuse/prefetch behind our back.
+    No events file (pure profiler output).
+``tfdata_parallel``
+    The same pipeline with ``num_parallel_calls=tf.data.AUTOTUNE`` on the map and
+    ``.prefetch(tf.data.AUTOTUNE)`` at the end; its steps wait far less for input.
+``two_hosts``
+    Two separate worker *processes* (this script re-run with the hidden ``--_worker``
+    flag) each call ``tf.profiler.experimental.server.start(port)`` on a free 127.0.0.1
+    port and train in a loop with step markers. The parent captures both at once with
+    ``tf.profiler.experimental.client.trace('grpc://127.0.0.1:P1,grpc://127.0.0.1:P2',
+    logdir, duration_ms)``, giving one session with two host files named after the
+    addresses (``127.0.0.1_P1.xplane.pb`` and ``127.0.0.1_P2.xplane.pb``). Worker 0 uses a
+    batch of 32 and worker 1 a batch of 512, and each step emits a tiny
+    ``worker_id#worker_index=N#`` TraceMe, so the two files are distinguishable by name
+    and by content. Ports 60401/60402 are used when free (stable file names), otherwise
+    OS-assigned ports. Workers are bounded in time and always killed.
+
+Only ``*.xplane.pb`` and ``events.out.tfevents.*`` files are kept; anything else TensorFlow
+writes (e.g. ``*.trace.json.gz``) is deleted. Session directories are named by TensorFlow
+after the capture time (``YYYY_MM_DD_HH_MM_SS``) and host files after the machine's
+hostname (local captures) or the ``host_port`` of the profiler server (remote captures),
+so those names change on regeneration. Seeds are fixed, but timings (and therefore exact
+event counts) are inherently not reproducible.
+
+Each fixture is produced in a fresh Python subprocess (``--_child NAME``), so TensorFlow
+state from one capture never leaks into another. After writing, every ``.xplane.pb`` is
+parsed with ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` and a summary (size, planes,
+lines, event counts, allocator / ``Iterator::`` / step-marker presence) is printed.
+
+``--large OUT_DIR`` (never committed) writes a big single-host profile (about 2.4M events,
+about 40 MB, ~15 s on 2 cores) into the logdir ``OUT_DIR`` for benchmarks: step-marked
+iterations of nested ``tf.profiler.experimental.Trace`` scopes, an eager op and a
+``tf.function`` of 80 tiny ops; a short calibration capture sizes the step count.
+
+All captures use the default profiler options (host_tracer_level 2, no Python tracer):
+in TF 2.21 ``ProfilerOptions`` passed to ``tf.profiler.experimental.start`` are ignored
+(the C++ side logs ``host_tracer_level expects an i value``).
+
+Usage::
+
+    python scripts/make_fixtures.py                    # regenerate all committed fixtures
+    python scripts/make_fixtures.py --only two_hosts   # regenerate one fixture
+    python scripts/make_fixtures.py --large /tmp/tbp_large
+    python scripts/make_fixtures.py --summarize tests/data   # only print the summaries
+
+Regenerating a fixture first deletes its directory under the output directory
+(``--out``, default ``tests/data``); ``tests/data/README.md`` is never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "tests" / "data"
+FIXTURES: tuple[str, ...] = (
+    "keras_fit",
+    "custom_loop",
+    "tfdata_slow",
+    "tfdata_parallel",
+    "two_hosts",
+)
+SEED = 1234
+MAX_FIXTURE_FILE_BYTES = 2 * 1024 * 1024
+CHILD_TIMEOUT_S = 600
+WORKER_READY_TIMEOUT_S = 180.0
+WORKER_MAX_SECONDS = 240.0
+PREFERRED_WORKER_PORTS = (60401, 60402)
+TWO_HOSTS_DURATION_MS = 1200
+LARGE_TARGET_EVENTS = 2_400_000
+
+
+# --------------------------------------------------------------------------------------
+# Helpers shared by the capture functions (TensorFlow is imported lazily everywhere so
+# that --help and --summarize stay fast and the log level is set before the import).
+# --------------------------------------------------------------------------------------
+
+
+def _import_tf() -> Any:
+    """Import TensorFlow quietly (C++ INFO logs off, warnings kept) and seed everything."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    import tensorflow as tf
+
+    tf.keras.utils.set_random_seed(SEED)
+    return tf
+
+
+def _log(msg: str) -> None:
+    print(f"[make_fixtures] {msg}", flush=True)
+
+
+def _keep_only_profile_files(logdir: Path) -> list[Path]:
+    """Delete everything under ``logdir`` except xplane files and tfevents files."""
+    removed: list[Path] = []
+    for path in sorted(logdir.rglob("*")):
+        if path.is_file() and not (
+            path.name.endswith(".xplane.pb") or path.name.startswith("events.out.tfevents.")
+        ):
+            path.unlink()
+            removed.append(path)
+    # Drop directories left empty (deepest first).
+    for path in sorted(logdir.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+            removed.append(path)
+    return removed
+
+
+def _step_trace(tf: Any, step: int) -> Any:
+    """The canonical step marker understood by the TensorFlow profiler tools."""
+    return tf.profiler.experimental.Trace("train", step_num=step, _r=1)
+
+
+# --------------------------------------------------------------------------------------
+# Fixture capture functions; each runs in its own child process and gets the logdir.
+# --------------------------------------------------------------------------------------
+
+
+def make_keras_fit(logdir: Path) -> None:
+    """Keras 3 model.fit profiled by the TensorBoard callback (batches 4..7, 1-based)."""
+    tf = _import_tf()
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    x = rng.random((1024, 28, 28, 1), dtype=np.float32)
+    y = rng.integers(0, 10, size=(1024,), dtype=np.int64)
+    model = tf.keras.Sequential(
+        [
+            tf.keras.Input(shape=(28, 28, 1)),
+            tf.keras.layers.Conv2D(8, 3, activation="relu"),
+            tf.keras.layers.MaxPooling2D(),
+            tf.keras.layers.Conv2D(16, 3, activation="relu"),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(32, activation="relu"),
+            tf.keras.layers.Dense(10),
+        ]
+    )
+    model.compile(
+        optimizer="adam",
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    callback = tf.keras.callbacks.TensorBoard(log_dir=str(logdir), profile_batch=(4, 7))
+    model.fit(x, y, batch_size=64, epochs=1, shuffle=False, callbacks=[callback], verbose=0)
+
+
+def _mlp_train_step(tf: Any, widths: Sequence[int], lr: float = 0.01) -> tuple[Any, Any]:
+    """Build a small MLP and a compiled ``train_step(x, y) -> loss``."""
+    layers: list[Any] = [tf.keras.Input(shape=(widths[0],))]
+    layers += [tf.keras.layers.Dense(w, activation="relu") for w in widths[1:-1]]
+    layers.append(tf.keras.layers.Dense(widths[-1]))
+    model = tf.keras.Sequential(layers)
+    optimizer = tf.keras.optimizers.SGD(learning_rate=lr)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def train_step(x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    return model, tf.function(train_step)
+
+
+def make_custom_loop(logdir: Path) -> None:
+    """tf.profiler.experimental.start/stop around 8 Trace-marked tf.function steps."""
+    tf = _import_tf()
+    _, train_step = _mlp_train_step(tf, (64, 256, 256, 10))
+    x = tf.random.stateless_normal((128, 64), seed=(SEED, 0))
+    y = tf.random.stateless_uniform((128,), seed=(SEED, 1), maxval=10, dtype=tf.int64)
+    for _ in range(2):  # trace + warm up outside the capture
+        train_step(x, y)
+
+    losses: list[float] = []
+    tf.profiler.experimental.start(str(logdir))
+    try:
+        for step in range(10):
+            with _step_trace(tf, step):
+                loss = train_step(x, y)
+            losses.append(float(loss))
+    finally:
+        tf.profiler.experimental.stop()
+
+    writer = tf.summary.create_file_writer(str(logdir))
+    with writer.as_default():
+        for step, value in enumerate(losses):
+            tf.summary.scalar("loss", value, step=step)
+    writer.close()
+
+
+def _tfdata_pipeline(tf: Any, parallel: bool, num_elements: int, batch: int) -> Any:
+    """range -> map(slow py_function) -> batch [-> prefetch], parallel or sequential."""
+    import numpy as np
+
+    sleep_s = 0.002
+
+    def slow_load(index: Any) -> tuple[Any, Any]:
+        i = int(index.numpy())
+        time.sleep(sleep_s)  # simulate slow I/O / decoding
+        rng = np.random.default_rng(SEED + i)
+        features = rng.standard_normal(128).astype(np.float32)
+        return features, np.int64(i % 10)
+
+    def load(index: Any) -> tuple[Any, Any]:
+        features, label = tf.py_function(slow_load, [index], [tf.float32, tf.int64])
+        features.set_shape((128,))
+        label.set_shape(())
+        return features, label
+
+    ds = tf.data.Dataset.range(num_elements)
+    if parallel:
+        ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    else:
+        ds = ds.map(load)
+    ds = ds.batch(batch, drop_remainder=True)
+    if parallel:
+        ds = ds.prefetch(tf.data.AUTOTUNE)
+    # By default tf.data's static optimizations would (a) fuse map+batch into a MapAndBatch
+    # iterator that runs ahead in a background thread and (b) inject a prefetch after the
+    # batch; either one would hide the slow map. Turn both off so that the pipelines run as
+    # written (the parallel one has its own explicit prefetch).
+    options = tf.data.Options()
+    options.experimental_optimization.map_and_batch_fusion = False
+    options.experimental_optimization.inject_prefetch = False
+    return ds.with_options(options)
+
+
+def _make_tfdata(logdir: Path, parallel: bool) -> None:
+    tf = _import_tf()
+    batch, warmup_steps, steps = 16, 3, 8
+    ds = _tfdata_pipeline(tf, parallel, (warmup_steps + steps) * batch, batch)
+    # A deliberately chunky step (~10-20 ms on 2 cores) that prefetching can hide behind.
+    _, train_step = _mlp_train_step(tf, (128, 3072, 3072, 10))
+    iterator = iter(ds)
+    for _ in range(warmup_steps):  # trace the function, let AUTOTUNE ramp up
+        x, y = next(iterator)
+        train_step(x, y)
+
+    tf.profiler.experimental.start(str(logdir))
+    try:
+        for step in range(steps):
+            with _step_trace(tf, step):
+                x, y = next(iterator)  # input wait is inside the step
+                train_step(x, y)
+    finally:
+        tf.profiler.experimental.stop()
+
+
+def make_tfdata_slow(logdir: Path) -> None:
+    """Input-bound: sequential slow map, no prefetch."""
+    _make_tfdata(logdir, parallel=False)
+
+
+def make_tfdata_parallel(logdir: Path) -> None:
+    """Same pipeline with AUTOTUNE parallel map and prefetch."""
+    _make_tfdata(logdir, parallel=True)
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_ports(count: int) -> list[int]:
+    """Prefer stable ports (stable file names); fall back to OS-assigned free ports."""
+    if all(_port_is_free(p) for p in PREFERRED_WORKER_PORTS[:count]):
+        return list(PREFERRED_WORKER_PORTS[:count])
+    ports: list[int] = []
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            socks.append(sock)
+            ports.append(sock.getsockname()[1])
+    finally:
+        for sock in socks:
+            sock.close()
+    return ports
+
+
+def _wait_ready(proc: subprocess.Popen[str], deadline: float) -> None:
+    """Block until a worker prints READY (or fail on exit / timeout)."""
+    assert proc.stdout is not None
+    while (remaining := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([proc.stdout], [], [], remaining)
+        if not readable:
+            break
+        line = proc.stdout.readline()  # workers only ever print whole, flushed lines
+        if not line:
+            raise RuntimeError(f"worker {proc.args!r} exited early (rc={proc.poll()})")
+        if line.strip() == "READY":
+            return
+    raise TimeoutError(f"worker {proc.args!r} not ready in time")
+
+
+def _stop_process(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def make_two_hosts(logdir: Path) -> None:
+    """Two worker processes with profiler servers, captured together by the client."""
+    ports = _free_ports(2)
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        for index, port in enumerate(ports):
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--_worker",
+                "--port",
+                str(port),
+                "--worker-index",
+                str(index),
+                "--max-seconds",
+                str(WORKER_MAX_SECONDS),
+            ]
+            _log(f"starting worker {index} on 127.0.0.1:{port}")
+            # stdout is READY-line only; worker logs go to our stderr.
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
+        deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
+        for proc in procs:
+            _wait_ready(proc, deadline)
+
+        tf = _import_tf()
+        service_addr = ",".join(f"grpc://127.0.0.1:{port}" for port in ports)
+        _log(f"capturing {service_addr} for {TWO_HOSTS_DURATION_MS} ms")
+        tf.profiler.experimental.client.trace(service_addr, str(logdir), TWO_HOSTS_DURATION_MS)
+    finally:
+        for proc in procs:
+            _stop_process(proc)
+
+
+def run_worker(port: int, index: int, max_seconds: float) -> None:
+    """Hidden worker mode for two_hosts: profiler server + Trace-marked steps.
+
+    Runs until killed by the parent, for at most ``max_seconds``, or until the parent
+    process disappears (e.g. it was SIGKILLed before its ``finally`` could run).
+    """
+    start = time.monotonic()
+    parent = os.getppid()
+    tf = _import_tf()
+    tf.profiler.experimental.server.start(port)
+    batch = 32 if index == 0 else 512
+    _, train_step = _mlp_train_step(tf, (64, 256, 256, 10))
+    x = tf.random.stateless_normal((batch, 64), seed=(SEED, index))
+    y = tf.random.stateless_uniform((batch,), seed=(SEED, 10 + index), maxval=10, dtype=tf.int64)
+    for _ in range(3):
+        train_step(x, y)
+    print("READY", flush=True)
+    step = 0
+    while time.monotonic() - start < max_seconds and os.getppid() == parent:
+        with tf.profiler.experimental.Trace("worker_id", worker_index=index):
+            pass
+        with _step_trace(tf, step):
+            train_step(x, y)
+        step += 1
+        time.sleep(0.005)  # keep both workers from saturating the 2 cores
+
+
+# --------------------------------------------------------------------------------------
+# The large benchmark profile.
+# --------------------------------------------------------------------------------------
+
+
+def _count_events(path: Path) -> int:
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(path.read_bytes())
+    return sum(len(line.events) for plane in space.planes for line in plane.lines)
+
+
+def make_large(logdir: Path, target_events: int = LARGE_TARGET_EVENTS) -> None:
+    """A big host profile (~``target_events`` events) for benchmarks.
+
+    Every step is a ``train`` step marker around: an eager op inside an ``input`` scope, a
+    ``tf.function`` of 80 tiny element-wise ops (executor events on the ``tf_Compute``
+    threads) and eight ``stage_<k>`` TraceMe scopes each wrapping a ``leaf`` scope (Python
+    thread). A short calibration capture (discarded) measures events per step, so the real
+    capture lands close to the target regardless of thread scheduling.
+    """
+    tf = _import_tf()
+    trace = tf.profiler.experimental.Trace
+
+    def small_ops(x: Any) -> Any:
+        for _ in range(40):  # unrolled at trace time: 80 ops
+            x = x * 1.0001 + 0.5
+        return x
+
+    many_small_ops = tf.function(small_ops)
+
+    x = tf.ones((16,))
+
+    def run(steps: int) -> None:
+        nonlocal x
+        for step in range(steps):
+            with trace("train", step_num=step, _r=1):
+                with trace("input"):
+                    x = x + 1.0
+                x = many_small_ops(x)
+                for k in range(8):
+                    with trace(f"stage_{k}"), trace("leaf"):
+                        pass
+
+    run(3)  # trace the tf.function outside any capture
+    calibration_steps = 500
+    calib_dir = logdir / "_calibration"
+    tf.profiler.experimental.start(str(calib_dir))
+    try:
+        run(calibration_steps)
+    finally:
+        tf.profiler.experimental.stop()
+    calib_events = sum(_count_events(p) for p in calib_dir.rglob("*.xplane.pb"))
+    shutil.rmtree(calib_dir)
+    steps = int(target_events * calibration_steps / max(calib_events, 1))
+    _log(f"large: {calib_events / calibration_steps:.1f} events/step -> {steps} steps")
+
+    t0 = time.monotonic()
+    tf.profiler.experimental.start(str(logdir))
+    try:
+        run(steps)
+    finally:
+        tf.profiler.experimental.stop()
+    _log(f"large: {steps} steps traced + saved in {time.monotonic() - t0:.1f}s")
+
+
+CAPTURES: dict[str, Callable[[Path], None]] = {
+    "keras_fit": make_keras_fit,
+    "custom_loop": make_custom_loop,
+    "tfdata_slow": make_tfdata_slow,
+    "tfdata_parallel": make_tfdata_parallel,
+    "two_hosts": make_two_hosts,
+}
+
+
+# --------------------------------------------------------------------------------------
+# Summaries (parsing with xplane_pb2).
+# --------------------------------------------------------------------------------------
+
+
+def _iter_xplane_files(root: Path) -> Iterator[Path]:
+    yield from sorted(root.rglob("*.xplane.pb"))
+
+
+def summarize_xplane(path: Path, verbose: bool = True) -> dict[str, Any]:
+    """Parse one xplane.pb and return (and optionally print) its key facts."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(path.read_bytes())
+    total = 0
+    names: collections.Counter[str] = collections.Counter()
+    planes: list[dict[str, Any]] = []
+    stat_names: set[str] = set()
+    for plane in space.planes:
+        meta = plane.event_metadata
+        plane_events = 0
+        lines: list[tuple[str, int]] = []
+        for line in plane.lines:
+            plane_events += len(line.events)
+            lines.append((line.name, len(line.events)))
+            for event in line.events:
+                names[meta[event.metadata_id].name] += 1
+        stat_names.update(m.name for m in plane.stat_metadata.values())
+        total += plane_events
+        planes.append({"name": plane.name, "events": plane_events, "lines": lines})
+    facts: dict[str, Any] = {
+        "path": str(path),
+        "bytes": path.stat().st_size,
+        "hostnames": list(space.hostnames),
+        "events": total,
+        "planes": planes,
+        "alloc_events": names["MemoryAllocation"] + names["MemoryDeallocation"],
+        "iterator_events": sum(n for k, n in names.items() if k.startswith("Iterator::")),
+        "step_markers": {k: n for k, n in names.items() if k in ("train", "Profiled batch")},
+        "top_events": names.most_common(8),
+        "errors": list(space.errors),
+        "warnings": list(space.warnings),
+        "has_step_num_stat": "step_num" in stat_names,
+    }
+    if verbose:
+        print(f"{path}  {facts['bytes'] / 1024:.1f} KiB  events={total}", flush=True)
+        print(
+            f"    hostnames={facts['hostnames']} errors={facts['errors']}"
+            f" warnings={facts['warnings']}"
+        )
+        for plane in planes:
+            line_desc = ", ".join(f"{n}:{c}" for n, c in plane["lines"][:12])
+            more = "" if len(plane["lines"]) <= 12 else f", ... ({len(plane['lines'])} lines)"
+            print(f"    plane {plane['name']!r}: {plane['events']} events; {line_desc}{more}")
+        print(
+            f"    MemoryAllocation/Deallocation={facts['alloc_events']}"
+            f" Iterator::*={facts['iterator_events']} step markers={facts['step_markers']}"
+        )
+        print(f"    top events: {facts['top_events']}")
+    return facts
+
+
+def summarize_tree(root: Path) -> int:
+    """Summarize every xplane under ``root``; return the total size of all files."""
+    total_bytes = 0
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        total_bytes += path.stat().st_size
+    for path in _iter_xplane_files(root):
+        summarize_xplane(path)
+    return total_bytes
+
+
+# --------------------------------------------------------------------------------------
+# Orchestration.
+# --------------------------------------------------------------------------------------
+
+
+def _run_child(args: list[str]) -> None:
+    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
+    subprocess.run(cmd, check=True, timeout=CHILD_TIMEOUT_S)
+
+
+def _check_fixture(logdir: Path) -> None:
+    files = list(_iter_xplane_files(logdir))
+    if not files:
+        raise RuntimeError(f"{logdir}: no .xplane.pb was written")
+    for path in files:
+        facts = summarize_xplane(path)
+        if facts["events"] == 0:
+            raise RuntimeError(f"{path}: no events")
+        if facts["bytes"] > MAX_FIXTURE_FILE_BYTES:
+            raise RuntimeError(f"{path}: {facts['bytes']} bytes is too big for a fixture")
+
+
+def regenerate(out_dir: Path, names: Sequence[str]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        logdir = out_dir / name
+        if logdir.exists():
+            shutil.rmtree(logdir)
+        _log(f"capturing {name} -> {logdir}")
+        t0 = time.monotonic()
+        _run_child(["--_child", name, "--out", str(out_dir)])
+        removed = _keep_only_profile_files(logdir)
+        for path in removed:
+            _log(f"removed {path}")
+        _log(f"{name} done in {time.monotonic() - t0:.1f}s")
+        _check_fixture(logdir)
+    sizes = {
+        name: sum(p.stat().st_size for p in (out_dir / name).rglob("*") if p.is_file())
+        for name in FIXTURES
+        if (out_dir / name).exists()
+    }
+    for name, size in sizes.items():
+        _log(f"{name}: {size / 1024:.1f} KiB on disk")
+    _log(f"all fixtures: {sum(sizes.values()) / 1024 / 1024:.2f} MiB")
+
+
+def generate_large(logdir: Path) -> None:
+    if logdir.exists():
+        shutil.rmtree(logdir)
+    t0 = time.monotonic()
+    _run_child(["--_child", "large", "--out", str(logdir)])
+    _keep_only_profile_files(logdir)
+    elapsed = time.monotonic() - t0
+    for path in _iter_xplane_files(logdir):
+        facts = summarize_xplane(path, verbose=False)
+        _log(
+            f"large: {path} events={facts['events']} "
+            f"size={facts['bytes'] / 1e6:.1f} MB total time={elapsed:.1f}s"
+        )
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Capture real TensorFlow profiles as TensorBoard-logdir test fixtures.",
+        epilog="See the module docstring for what each fixture contains.",
+    )
+    parser.add_argument(
+        "--only",
+        choices=FIXTURES,
+        action="append",
+        help="regenerate only this fixture (repeatable)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="output directory for the fixtures (default: tests/data)",
+    )
+    parser.add_argument(
+        "--large",
+        type=Path,
+        metavar="OUT_DIR",
+        help="write the big benchmark profile (a logdir) into OUT_DIR",
+    )
+    parser.add_argument(
+        "--summarize",
+        type=Path,
+        metavar="DIR",
+        help="only parse and summarize every .xplane.pb under DIR",
+    )
+    # Hidden internal modes.
+    parser.add_argument(
+        "--_child", dest="child", choices=(*FIXTURES, "large"), help=argparse.SUPPRESS
+    )
+    parser.add_argument("--_worker", dest="worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--max-seconds", type=float, default=WORKER_MAX_SECONDS, help=argparse.SUPPRESS
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    if args.worker:
+        run_worker(args.port, args.worker_index, args.max_seconds)
+    elif args.child == "large":
+        make_large(args.out)
+    elif args.child:
+        CAPTURES[args.child](args.out / args.child)
+    elif args.summarize:
+        total = summarize_tree(args.summarize)
+        _log(f"total size of all files under {args.summarize}: {total / 1024:.1f} KiB")
+    elif args.large:
+        generate_large(args.large)
+    else:
+        regenerate(args.out, args.only or FIXTURES)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
