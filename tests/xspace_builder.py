@@ -78,21 +78,38 @@ class LineBuilder:
         return event
 
     def kernel(
-        self, name: str, offset_ps: int, duration_ps: int, correlation_id: int,
-        details: str | None = None, **stats: object,
+        self,
+        name: str,
+        offset_ps: int,
+        duration_ps: int,
+        correlation_id: int,
+        details: str | None = None,
+        **stats: object,
     ) -> xplane_pb2.XEvent:
         return self.event(
-            name, offset_ps, duration_ps, correlation_id=Uint(correlation_id),
-            kernel_details=details if details is not None else kernel_details(), **stats,
+            name,
+            offset_ps,
+            duration_ps,
+            correlation_id=Uint(correlation_id),
+            kernel_details=details if details is not None else kernel_details(),
+            **stats,
         )
 
     def memcpy(
-        self, kind: str, offset_ps: int, duration_ps: int, correlation_id: int, num_bytes: int,
+        self,
+        kind: str,
+        offset_ps: int,
+        duration_ps: int,
+        correlation_id: int,
+        num_bytes: int,
         **stats: object,
     ) -> xplane_pb2.XEvent:
         """kind: HtoD, DtoH, DtoD or HtoH; the event is named MEMCPY<kind> as CUPTI names it."""
         return self.event(
-            f"Memcpy{kind}", offset_ps, duration_ps, correlation_id=Uint(correlation_id),
+            f"Memcpy{kind}",
+            offset_ps,
+            duration_ps,
+            correlation_id=Uint(correlation_id),
             memcpy_details=f"kind_src:{kind[:1]} kind_dst:{kind[-1]} num_bytes:{num_bytes}",
             **stats,
         )
@@ -105,8 +122,12 @@ class PlaneBuilder:
         self._stat_ids: dict[str, int] = {}
 
     def line(
-        self, name: str, line_id: int | None = None, timestamp_ns: int = 0,
-        display_name: str = "", duration_ps: int = 0,
+        self,
+        name: str,
+        line_id: int | None = None,
+        timestamp_ns: int = 0,
+        display_name: str = "",
+        duration_ps: int = 0,
     ) -> LineBuilder:
         line = self._plane.lines.add()
         line.id = line_id if line_id is not None else len(self._plane.lines)
@@ -168,7 +189,9 @@ class XSpaceBuilder:
         plane.name = name
         return PlaneBuilder(plane)
 
-    def gpu_plane(self, ordinal: int, core_count: int = 80, model: str = "NVIDIA H100") -> PlaneBuilder:
+    def gpu_plane(
+        self, ordinal: int, core_count: int = 80, model: str = "NVIDIA H100"
+    ) -> PlaneBuilder:
         plane = self.plane(f"/device:GPU:{ordinal}", plane_id=ordinal + 1)
         plane.plane_stat("devcap_core_count", Uint(core_count))
         plane.plane_stat("devcap_clock_rate_khz", Uint(1_755_000))

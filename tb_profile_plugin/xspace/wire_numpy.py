@@ -130,8 +130,9 @@ def decode_events(
     # offset_ps (2) and num_occurrences (5) share a oneof: the later one clears the other.
     data_case = np.flatnonzero(varint & ((ev.field == 2) | (ev.field == 5)))
     case_is_offset = ev.field[data_case] == 2
-    offset_ps[ev.owner[data_case]] = np.where(case_is_offset, ev.value[data_case].view(np.int64), 0)
-    occurrences[ev.owner[data_case]] = np.where(case_is_offset, 0, ev.value[data_case].view(np.int64))
+    case_value = ev.value[data_case].view(np.int64)
+    offset_ps[ev.owner[data_case]] = np.where(case_is_offset, case_value, 0)
+    occurrences[ev.owner[data_case]] = np.where(case_is_offset, 0, case_value)
     any_occurrences = bool(np.any(occurrences))
 
     stat_sel = np.flatnonzero((ev.wire_type == 2) & (ev.field == 4))

@@ -70,7 +70,9 @@ def make_logdir(root: Path) -> Path:
 
 
 def start_tensorboard(
-    logdir: Path, tmp: Path, extra_args: list[str] | None = None,
+    logdir: Path,
+    tmp: Path,
+    extra_args: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> Server:
     port = free_port()
@@ -78,9 +80,21 @@ def start_tensorboard(
     full_env = dict(os.environ, TB_PROFILE_CACHE_DIR=str(tmp / "cache"), **(env or {}))
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port",
-             str(port), "--host", "127.0.0.1", *(extra_args or [])],
-            stdout=log, stderr=subprocess.STDOUT, env=full_env,
+            [
+                sys.executable,
+                "-m",
+                "tensorboard.main",
+                "--logdir",
+                str(logdir),
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+                *(extra_args or []),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=full_env,
         )
     server = Server(f"http://127.0.0.1:{port}", logdir, process, log_path)
     deadline = time.monotonic() + 90

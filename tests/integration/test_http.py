@@ -55,8 +55,10 @@ def test_hosts_of_two_host_run(server: Server) -> None:
     assert status == 200
     assert hosts[0] == "ALL_HOSTS"
     assert len(hosts) == 3
-    files = sorted(p.name.removesuffix(".xplane.pb")
-                   for p in (DATA_DIR / FIXTURE_RUNS["two_hosts"]).glob("*/*.xplane.pb"))
+    files = sorted(
+        p.name.removesuffix(".xplane.pb")
+        for p in (DATA_DIR / FIXTURE_RUNS["two_hosts"]).glob("*/*.xplane.pb")
+    )
     assert hosts[1:] == files
 
 
@@ -66,7 +68,9 @@ def test_profile_info_counts_every_event(server: Server, prefix: str) -> None:
     status, tools = _json(server, "/run_tools?" + _query(run=run))
     assert status == 200 and "profile_info" in tools
     session_dir = next((DATA_DIR / FIXTURE_RUNS[prefix]).iterdir())
-    expected = sum(decode_xspace(p.read_bytes()).num_events for p in session_dir.glob("*.xplane.pb"))
+    expected = sum(
+        decode_xspace(p.read_bytes()).num_events for p in session_dir.glob("*.xplane.pb")
+    )
     host = "ALL_HOSTS" if prefix == "two_hosts" else "vm"
     if prefix != "two_hosts":
         host = next(session_dir.glob("*.xplane.pb")).name.removesuffix(".xplane.pb")
@@ -155,8 +159,10 @@ def test_unknown_view_and_missing_tag(server: Server) -> None:
 
 
 def test_space_without_events_explains_itself(server: Server) -> None:
-    status, doc = _json(server, "/data?" + _query(
-        run="no_events/2020_01_01_00_00_00", tag="profile_info", host="quiet"))
+    status, doc = _json(
+        server,
+        "/data?" + _query(run="no_events/2020_01_01_00_00_00", tag="profile_info", host="quiet"),
+    )
     assert status == 200
     assert doc["total_events"] == 0
     assert any("no events" in w for w in doc["diagnostics"]["warnings"])

@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.conftest import make_logdir, start_tensorboard, stop
 
-FAKE_MODULE = '''
+FAKE_MODULE = """
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
@@ -31,7 +31,7 @@ class FakePlugin(base_plugin.TBPlugin):
 class FakeLoader(base_plugin.TBLoader):
     def load(self, context):
         return FakePlugin(context)
-'''
+"""
 
 
 def _install_fake_plugin(site: Path) -> None:
@@ -39,9 +39,12 @@ def _install_fake_plugin(site: Path) -> None:
     (site / "fake_other_profile.py").write_text(FAKE_MODULE)
     info = site / "fake_other_profile-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-other-profile\nVersion: 1.0\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: fake-other-profile\nVersion: 1.0\n"
+    )
     (info / "entry_points.txt").write_text(
-        "[tensorboard_plugins]\nprofile = fake_other_profile:FakeLoader\n")
+        "[tensorboard_plugins]\nprofile = fake_other_profile:FakeLoader\n"
+    )
 
 
 @pytest.mark.parametrize("choice", [None, "other"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,12 @@ def _expected_stat(stat: xplane_pb2.XStat) -> tuple[int, int, object]:
         "bytes_value": StatKind.BYTES, "ref_value": StatKind.REF, None: StatKind.NONE,
     }
     value = getattr(stat, case) if case else None
-    return stat.metadata_id, int(kinds[case]), value
+    return stat.metadata_id, int(kinds[case]), _comparable(value)
+
+
+def _comparable(value: object) -> object:
+    """Doubles by their bits, so NaN (which real captures hold) equals itself."""
+    return struct.pack("<d", value) if isinstance(value, float) else value
 
 
 def assert_same_as_protobuf(data: bytes, profile: Profile) -> None:
@@ -69,7 +75,7 @@ def assert_same_as_protobuf(data: bytes, profile: Profile) -> None:
             assert len(line.stats) == len(expected_stats)
             got = [
                 (int(line.stats.row[k]), int(line.stats.metadata_id[k]), int(line.stats.kind[k]),
-                 line.stats.python_value(k) if line.stats.kind[k] else None)
+                 _comparable(line.stats.python_value(k)) if line.stats.kind[k] else None)
                 for k in range(len(line.stats))
             ]
             assert got == expected_stats
