@@ -62,6 +62,13 @@ def check_name(value: str, what: str) -> str:
     return value
 
 
+def check_host_name(host: str) -> str:
+    """A host is a file stem: no separators, no '.' or '..', no control characters."""
+    if not host or "/" in host or "\\" in host or host in (".", "..") or "\x00" in host:
+        raise BadRequest(f"host {host!r} is not a valid host name (a file stem, no '/')")
+    return host
+
+
 class LogDir:
     """Finds the profile runs below one logdir (local or remote) and resolves names safely."""
 
@@ -94,8 +101,7 @@ class LogDir:
 
     def host_path(self, run: Run, host: str) -> str:
         """The xplane file of `host` in `run`; BadRequest for unsafe text, NotFound if absent."""
-        if not host or "/" in host or "\\" in host or host in (".", "..") or "\x00" in host:
-            raise BadRequest(f"host {host!r} is not a valid host name (a file stem, no '/')")
+        check_host_name(host)
         if host not in run.hosts:
             raise NotFound(f"run {run.name!r} has no host {host!r}; it has {', '.join(run.hosts)}")
         return run.xplane_path(host)

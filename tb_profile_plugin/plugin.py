@@ -22,7 +22,7 @@ from werkzeug import Request, Response
 
 from tb_profile_plugin import metadata
 from tb_profile_plugin.errors import BadRequest, NotFound, ProfileError, UnreadableProfile
-from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run
+from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.store import ProfileStore
@@ -187,8 +187,10 @@ class ProfilePlugin(base_plugin.TBPlugin):
         view = registry.VIEWS.get(tag)
         if view is None:
             raise NotFound(f"unknown view {tag!r}; views: {', '.join(registry.VIEWS)}")
-        run = self._logdir.run(request.args.get("run", ""))
         host = request.args.get("host", "")
+        if host and host != ALL_HOSTS:
+            check_host_name(host)  # malformed text is a 400 whatever the run
+        run = self._logdir.run(request.args.get("run", ""))
         if not host:
             if len(run.hosts) != 1:
                 raise BadRequest(

@@ -1,0 +1,34 @@
+"""`tb-profile view` on real captures, and its exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fixtures import DATA_DIR
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tb_profile_plugin.cli", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_view_of_a_logdir_a_run_dir_and_a_file() -> None:
+    xplane = next(DATA_DIR.glob("custom_loop/**/*.xplane.pb"))
+    for path in (DATA_DIR / "custom_loop", xplane.parent, xplane):
+        result = _cli("view", str(path), "profile_info")
+        assert result.returncode == 0, result.stderr
+        doc = json.loads(result.stdout)
+        assert doc["tool"] == "profile_info" and doc["total_events"] > 0
+
+
+def test_exit_codes(tmp_path: Path) -> None:
+    assert _cli("view", str(tmp_path), "profile_info").returncode == 3
+    bad = tmp_path / "h.xplane.pb"
+    bad.write_bytes(b"\xff" * 64)
+    result = _cli("view", str(bad), "profile_info")
+    assert result.returncode == 4 and "h.xplane.pb" in result.stderr
+    assert _cli("view", str(bad), "no_such_view").returncode == 2
+    assert _cli("bogus").returncode == 2
