@@ -57,6 +57,13 @@ def _status(url: str) -> int | None:
         return None
 
 
+def _unavailable(reason: str) -> None:
+    """Skip on a developer's machine that lacks a part; in CI (CI=true) that is a failure."""
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
 def _missing_fixtures() -> list[str]:
     return [name for name in FIXTURES if not any((DATA_DIR / name).glob("**/*.xplane.pb"))]
 
@@ -65,7 +72,7 @@ def _missing_fixtures() -> list[str]:
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     """pytest-playwright's launch arguments, pointed at Debian's Chromium."""
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium")
+        _unavailable(f"{CHROMIUM} not found: apt-get install -y chromium")
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
 
 
@@ -80,7 +87,7 @@ def fixture_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One logdir holding a copy of every fixture scenario, as <logdir>/<scenario>/."""
     missing = _missing_fixtures()
     if len(missing) == len(FIXTURES):
-        pytest.skip(f"no fixture profiles in {DATA_DIR} yet (scripts/make_fixtures.py makes them)")
+        _unavailable(f"no fixture profiles in {DATA_DIR} (scripts/make_fixtures.py makes them)")
     if missing:
         pytest.fail(f"fixture profiles missing from {DATA_DIR}: {', '.join(missing)}")
     logdir = tmp_path_factory.mktemp("logdir")
@@ -94,7 +101,7 @@ def _require_plugin() -> None:
     try:
         importlib.import_module("tb_profile_plugin.plugin")
     except ImportError as error:
-        pytest.skip(f"the plugin is not importable yet ({error}); pip install -e .")
+        _unavailable(f"the plugin is not importable ({error}); pip install -e .")
 
 
 @contextlib.contextmanager

@@ -1,0 +1,2 @@
+/** Module declarations for non-TypeScript imports that esbuild bundles. */
+declare module "*.css";

@@ -1,0 +1,59 @@
+/**
+ * The views the Profile tab knows, keyed by the view names the API uses (`run_tools`).
+ *
+ * To add a dedicated renderer: write `views/<name>.tsx` exporting a component that takes
+ * ViewProps, and add it to RENDERERS below. A view without an entry is shown by GenericView
+ * (diagnostics + a summary of the document), so the server can ship a view before its
+ * display exists.
+ */
+import { GenericView } from "./generic";
+import type { ViewRenderer } from "./types";
+
+/** The API's view names, in the order the API lists them. */
+export const VIEW_NAMES = [
+  "overview_page",
+  "input_pipeline_analyzer",
+  "tensorflow_stats",
+  "trace_viewer",
+  "kernel_stats",
+  "memory_profile",
+  "pod_viewer",
+  "tf_data_bottleneck_analysis",
+] as const;
+
+export type ViewName = (typeof VIEW_NAMES)[number];
+
+const LABELS: Readonly<Record<ViewName, string>> = {
+  overview_page: "Overview",
+  input_pipeline_analyzer: "Input pipeline",
+  tensorflow_stats: "TensorFlow stats",
+  trace_viewer: "Trace viewer",
+  kernel_stats: "Kernel stats",
+  memory_profile: "Memory profile",
+  pod_viewer: "Pod viewer",
+  tf_data_bottleneck_analysis: "tf.data bottlenecks",
+};
+
+/** Dedicated renderers; views missing here fall back to GenericView. */
+const RENDERERS: Partial<Record<ViewName, ViewRenderer>> = {};
+
+function isViewName(name: string): name is ViewName {
+  return (VIEW_NAMES as readonly string[]).includes(name);
+}
+
+/** The human name of a view; a name the registry does not know is made readable. */
+export function viewLabel(name: string): string {
+  if (isViewName(name)) return LABELS[name];
+  const words = name.replace(/_/g, " ").trim();
+  return words ? words.charAt(0).toUpperCase() + words.slice(1) : name;
+}
+
+/** The renderer for a view: its dedicated one, or GenericView. */
+export function rendererFor(name: string): ViewRenderer {
+  return (isViewName(name) ? RENDERERS[name] : undefined) ?? GenericView;
+}
+
+/** Whether a view has a dedicated renderer (GenericView is used otherwise). */
+export function hasRenderer(name: string): boolean {
+  return isViewName(name) && RENDERERS[name] !== undefined;
+}

@@ -1,0 +1,45 @@
+/** The shape every view document shares (docs/api.md, "Every view document"). */
+import type { ComponentType } from "preact";
+
+export interface Diagnostics {
+  readonly errors: readonly string[];
+  readonly warnings: readonly string[];
+  readonly info: readonly string[];
+}
+
+export interface ViewDocument {
+  readonly tool: string;
+  readonly version: number;
+  readonly run: string;
+  readonly host: string;
+  readonly diagnostics: Diagnostics;
+  readonly [key: string]: unknown;
+}
+
+/** What the shell hands every view renderer. */
+export interface ViewProps {
+  readonly doc: ViewDocument;
+  /** The selection that produced `doc` (the document's own fields may differ in spelling). */
+  readonly run: string;
+  readonly view: string;
+  readonly host: string;
+}
+
+export type ViewRenderer = ComponentType<ViewProps>;
+
+function strings(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value.map((item) => (typeof item === "string" ? item : JSON.stringify(item)));
+}
+
+/** The document's diagnostics as three string lists, whatever the server sent. */
+export function diagnosticsOf(doc: { readonly diagnostics?: unknown }): Diagnostics {
+  const raw = doc.diagnostics;
+  if (raw === null || typeof raw !== "object") return { errors: [], warnings: [], info: [] };
+  const record = raw as Record<string, unknown>;
+  return {
+    errors: strings(record["errors"]),
+    warnings: strings(record["warnings"]),
+    info: strings(record["info"]),
+  };
+}
