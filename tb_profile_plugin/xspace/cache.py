@@ -18,6 +18,7 @@ Nothing is unpickled; a damaged or foreign cache file is a miss.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -95,13 +96,14 @@ def save(profile: model.Profile, key: str, directory: Path | None = None) -> Pat
         return None
     arrays: list[np.ndarray] = []
     tree = _flatten(dataclasses.replace(profile, decoder="cache"), arrays)
-    table = []
+    table: list[tuple[str, list[int], int]] = []
     offset = 0
     for array in arrays:
-        table.append([array.dtype.str, list(array.shape), offset])
+        table.append((array.dtype.str, list(array.shape), offset))
         offset += -(-array.nbytes // _ALIGN) * _ALIGN
     header = json.dumps({"version": FORMAT_VERSION, "tree": tree, "arrays": table}).encode()
     data_start = -(-(len(_MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
+    tmp_name = ""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".tbpc")
@@ -117,6 +119,9 @@ def save(profile: model.Profile, key: str, directory: Path | None = None) -> Pat
         return final
     except OSError as exc:
         logger.warning("profile cache not written in %s: %s", directory, exc)
+        if tmp_name:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
         return None
 
 

@@ -121,10 +121,18 @@ def _reject_unknown_fields(plane: xplane_pb2.XPlane) -> None:
 class _RawLine:
     """One line's header and columns as the decoders return them (strings still in `buf`)."""
 
-    __slots__ = (
-        "id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps",
-        "metadata_id", "offset_ps", "event_duration_ps", "num_occurrences", "stats", "buf",
-    )
+    id: int
+    display_id: int
+    name: str
+    display_name: str
+    timestamp_ns: int
+    duration_ps: int
+    metadata_id: np.ndarray
+    offset_ps: np.ndarray
+    event_duration_ps: np.ndarray
+    num_occurrences: np.ndarray | None
+    stats: wire_numpy.StatArrays
+    buf: np.ndarray
 
 
 def _decode_line(line_bytes: memoryview, pure: bool) -> _RawLine:
@@ -200,9 +208,7 @@ def _gather_strings(
     return value, blob
 
 
-def _stat_columns(
-    buf: np.ndarray, stats: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-) -> StatColumns:
+def _stat_columns(buf: np.ndarray, stats: wire_numpy.StatArrays) -> StatColumns:
     row, meta, kind, value, length = stats
     value, blob = _gather_strings(buf, kind, value, length)
     return StatColumns(row, meta, kind, value, length, blob)

@@ -26,6 +26,10 @@ _MAX_VARINT_BYTES = 10
 _PAD = np.zeros(_MAX_VARINT_BYTES + 8, np.uint8)
 
 
+#: (row, metadata_id, kind, value, length) columns of decoded stats.
+StatArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 class MalformedWire(ValueError):
     """The bytes are not a well-formed protobuf message of the expected shape."""
 
@@ -111,7 +115,7 @@ def _last_value(column: np.ndarray, records: Records, mask: np.ndarray) -> None:
 
 def decode_events(
     buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, tuple[np.ndarray, ...]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, StatArrays]:
     """Decode XEvents laid out in buf; returns the same columns as the compiled decoder.
 
     Returns (metadata_id, offset_ps, duration_ps, num_occurrences or None,
@@ -145,7 +149,7 @@ def decode_events(
 
 def decode_stats(
     buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> StatArrays:
     """Decode XStats laid out in buf; `rows` names the event (or metadata row) of each."""
     m = len(starts)
     rec = scan_records(buf, starts, ends)
