@@ -14,7 +14,7 @@ import numpy as np
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
-from tb_profile_plugin.xspace.schema import DERIVED_LINE_ID_MIN, is_device_plane
+from tb_profile_plugin.xspace.schema import is_derived_line, is_device_plane
 
 NAME = "profile_info"
 VERSION = 1
@@ -32,7 +32,7 @@ def _line_row(plane_name: str, line: Line) -> dict[str, Any]:
         "plane": plane_name,
         "line_id": line.id,
         "line": line.label,
-        "derived": line.id >= DERIVED_LINE_ID_MIN,
+        "derived": is_derived_line(line.id, line.name),
         "events": len(events),
         "stats": len(line.stats),
         "begin_ms": begin_ps / _PS_PER_MS,

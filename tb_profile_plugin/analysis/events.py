@@ -1,0 +1,135 @@
+"""All events of a profile as one flat table of columns, the input of every analysis.
+
+Lines of all planes are concatenated (derived lines, whose ids are >= 0xDEADBEEF, are left
+out: they repeat what real lines hold). Each event keeps its plane and line index, its start
+and end in ps (from `Profile.origin_ns`), and the row of its name in a profile-wide name
+table. Stats are looked up by name and returned as dense per-event columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tb_profile_plugin.xspace.model import Line, Plane, Profile, StatColumns
+from tb_profile_plugin.xspace.schema import StatKind, is_derived_line
+
+
+@dataclass
+class EventTable:
+    """Flat columns over every event of the chosen lines; `line_bounds[k]` = start of line k."""
+
+    profile: Profile
+    lines: list[tuple[Plane, Line]]
+    line_bounds: np.ndarray  # int64, len(lines) + 1
+    plane_index: np.ndarray  # int32 (index into profile.planes)
+    line_index: np.ndarray  # int32 (index into self.lines)
+    start_ps: np.ndarray  # int64
+    end_ps: np.ndarray  # int64
+    name_id: np.ndarray  # int64 (index into self.names)
+    names: list[str]  # profile-wide unique event names
+    _stat_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+    @property
+    def duration_ps(self) -> np.ndarray:
+        return self.end_ps - self.start_ps
+
+    def names_matching(self, predicate: object) -> np.ndarray:
+        """Boolean per name row: predicate(name) (a Python loop over names, not events)."""
+        return np.fromiter((bool(predicate(n)) for n in self.names), bool, len(self.names))  # type: ignore[operator]
+
+    def event_mask(self, name_mask: np.ndarray) -> np.ndarray:
+        return name_mask[self.name_id]
+
+    def int_stat(self, stat_name: str, fill: int = -1) -> np.ndarray:
+        """Dense int64 column of an integer stat (refs give the referenced stat id)."""
+        key = ("int", stat_name)
+        if key not in self._stat_cache:
+            out = np.full(len(self), fill, np.int64)
+            for k, (plane, line) in enumerate(self.lines):
+                stat_id = plane.stat_metadata.id_of(stat_name)
+                if stat_id is None:
+                    continue
+                lo, hi = self.line_bounds[k], self.line_bounds[k + 1]
+                out[lo:hi] = line.stats.int_column(stat_id, hi - lo, fill)
+            self._stat_cache[key] = out
+        return self._stat_cache[key]
+
+    def has_stat(self, stat_name: str) -> np.ndarray:
+        """Boolean per event: the event carries this stat (any kind)."""
+        key = ("has", stat_name)
+        if key not in self._stat_cache:
+            out = np.zeros(len(self), bool)
+            for k, (plane, line) in enumerate(self.lines):
+                stat_id = plane.stat_metadata.id_of(stat_name)
+                if stat_id is None:
+                    continue
+                sel = line.stats.rows_with(stat_id)
+                out[self.line_bounds[k] + line.stats.row[sel]] = True
+            self._stat_cache[key] = out
+        return self._stat_cache[key]
+
+    def str_stat(self, stat_name: str) -> dict[int, str]:
+        """Sparse {event index: text} of a str or ref stat (few events carry these)."""
+        out: dict[int, str] = {}
+        for k, (plane, line) in enumerate(self.lines):
+            stat_id = plane.stat_metadata.id_of(stat_name)
+            if stat_id is None:
+                continue
+            stats: StatColumns = line.stats
+            for i in stats.rows_with(stat_id).tolist():
+                kind = int(stats.kind[i])
+                if kind in (StatKind.STR, StatKind.REF):
+                    out[int(self.line_bounds[k] + stats.row[i])] = str(
+                        stats.python_value(i, plane.stat_metadata))
+        return out
+
+
+def build_event_table(profile: Profile, plane_filter: object = None) -> EventTable:
+    """The flat table of `profile`'s events on non-derived lines (of planes passing the filter)."""
+    chosen: list[tuple[int, Plane, Line]] = []
+    for p_index, plane in enumerate(profile.planes):
+        if plane_filter is not None and not plane_filter(plane.name):  # type: ignore[operator]
+            continue
+        for line in plane.lines:
+            if not is_derived_line(line.id, line.name):
+                chosen.append((p_index, plane, line))
+    counts = np.array([len(line.events) for _, _, line in chosen], np.int64)
+    bounds = np.zeros(len(chosen) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    names: list[str] = []
+    name_index: dict[str, int] = {}
+    parts_name: list[np.ndarray] = []
+    for _, plane, line in chosen:
+        table = plane.event_metadata
+        local = [name_index.setdefault(n, len(name_index)) for n in table.names.tolist()]
+        local_ids = np.array(local + [-1], np.int64)
+        rows = table.rows_of(line.events.metadata_id)
+        parts_name.append(local_ids[rows])  # rows == -1 picks the trailing -1
+    names = list(name_index)
+    unknown = "<unknown event metadata>"
+    name_id = np.concatenate(parts_name) if parts_name else np.zeros(0, np.int64)
+    if np.any(name_id < 0):
+        name_id = np.where(name_id < 0, len(names), name_id)
+        names.append(unknown)
+
+    def cat(values: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(values).astype(dtype, copy=False) if values else np.zeros(0, dtype)
+
+    start = cat([line.events.start_ps for _, _, line in chosen], np.int64)
+    duration = cat([line.events.duration_ps for _, _, line in chosen], np.int64)
+    return EventTable(
+        profile=profile,
+        lines=[(plane, line) for _, plane, line in chosen],
+        line_bounds=bounds,
+        plane_index=np.repeat(np.array([p for p, _, _ in chosen], np.int32), counts),
+        line_index=np.repeat(np.arange(len(chosen), dtype=np.int32), counts),
+        start_ps=start,
+        end_ps=start + duration,
+        name_id=name_id,
+        names=names,
+    )

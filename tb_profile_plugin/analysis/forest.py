@@ -1,0 +1,277 @@
+"""The event forest: which step (group) every event belongs to.
+
+Follows the profiler's grouping rules (xprof_reference.md §3.2), vectorised:
+
+* Edges. Nesting on a line (parent encloses child; `_a=1` events are async and not nested);
+  producer -> consumer across threads (`_pt`/`_p` matches `_ct`/`_c`);
+  `ExecutorState::Process` -> `IteratorGetNextOp::DoCompute` on (`id`, `iter_num`);
+  host kernel launch -> device kernel on `correlation_id`.
+* Roots, in this order of preference:
+  1. TensorFlow while-loop iterations (the first `ExecutorState::Process` of each
+     (`id`, `iter_num`) when some `id` runs more than iteration 0);
+  2. events with `_r` (e.g. `tf.profiler.experimental.Trace('train', step_num=N, _r=1)`),
+     except those inside functions tf.data runs (`InstantiatedCapturedFunction::Run*`);
+  3. when the only `_r` events are `FunctionRun`s (TF marks every tf.function run so): the
+     outermost Keras 3 step function executions (names containing `step_on_iterator`), which
+     is how `model.fit` runs a step; without those, the `FunctionRun`s;
+  4. legacy markers `TraceContext`, `SessionRun`, `RunGraph`.
+* Group ids. Roots are ranked by start time; each event takes the smallest rank of any root
+  that reaches it (the reference's breadth-first "first root wins"), found by alternating a
+  top-down pass over nesting levels with a min-per-key pass over the cross-thread links until
+  nothing changes. Roots reached from an earlier root join that root's group.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_profile_plugin.analysis.events import EventTable
+from tb_profile_plugin.analysis.nesting import Nesting, compute_nesting
+
+_NONE = np.iinfo(np.int64).max
+LEGACY_ROOT_NAMES = frozenset({"TraceContext", "SessionRun", "RunGraph"})
+KERAS_STEP_PATTERN = re.compile(r"step_on_iterator")
+EXECUTOR_PROCESS = "ExecutorState::Process"
+ITERATOR_GET_NEXT_COMPUTE = "IteratorGetNextOp::DoCompute"
+FUNCTION_RUN = "FunctionRun"
+TF_DATA_FUNCTION_PREFIX = "InstantiatedCapturedFunction::Run"
+
+
+@dataclass(frozen=True)
+class Forest:
+    """Group (step) of every event, and the root event and step number of every group."""
+
+    table: EventTable
+    nesting: Nesting
+    group_id: np.ndarray  # int64 per event, -1 outside every group
+    root_event: np.ndarray  # int64 per group: the event that roots it
+    step_num: np.ndarray  # int64 per group
+    root_rule: str  # "loop", "marker", "legacy", "keras" or "none"
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.root_event)
+
+
+def _key_ids(*columns: np.ndarray) -> np.ndarray:
+    """Dense ids of the tuples of `columns` (rows where any column is -1 get -1)."""
+    valid = np.ones(len(columns[0]), bool)
+    for col in columns:
+        valid &= col >= 0
+    ids = np.full(len(valid), -1, np.int64)
+    rows = np.flatnonzero(valid)
+    if len(rows) == 0:
+        return ids
+    picked = [col[rows] for col in columns]
+    order = np.lexsort(picked[::-1])
+    new_key = np.zeros(len(rows), bool)
+    new_key[0] = True
+    for col in picked:
+        ordered = col[order]
+        new_key[1:] |= ordered[1:] != ordered[:-1]
+    ids[rows[order]] = np.cumsum(new_key) - 1
+    return ids
+
+
+@dataclass(frozen=True)
+class _Link:
+    """Sources and targets that share a key: each target takes the min over its key's sources."""
+
+    source_key: np.ndarray  # key id per event, -1 when not a source
+    target_key: np.ndarray  # key id per event, -1 when not a target
+    num_keys: int
+
+    def apply(self, group: np.ndarray) -> bool:
+        if self.num_keys == 0:
+            return False
+        best = np.full(self.num_keys, _NONE, np.int64)
+        sources = np.flatnonzero(self.source_key >= 0)
+        np.minimum.at(best, self.source_key[sources], group[sources])
+        targets = np.flatnonzero(self.target_key >= 0)
+        proposed = best[self.target_key[targets]]
+        better = proposed < group[targets]
+        if not better.any():
+            return False
+        group[targets[better]] = proposed[better]
+        return True
+
+
+def _link(source_cols: tuple[np.ndarray, ...], target_cols: tuple[np.ndarray, ...],
+          source_mask: np.ndarray, target_mask: np.ndarray) -> _Link:
+    n = len(source_mask)
+    both = [np.concatenate([s, t]) for s, t in zip(source_cols, target_cols, strict=True)]
+    mask = np.concatenate([source_mask, target_mask])
+    ids = _key_ids(*[np.where(mask, col, -1) for col in both])
+    num_keys = int(ids.max()) + 1 if len(ids) and ids.max() >= 0 else 0
+    return _Link(ids[:n], ids[n:], num_keys)
+
+
+def build_forest(table: EventTable) -> Forest:
+    nesting = compute_nesting(table.start_ps, table.end_ps, table.line_bounds)
+    n = len(table)
+    is_async = table.int_stat("_a", 0) > 0
+    parent = np.where(is_async, -1, nesting.parent)
+
+    links = _cross_thread_links(table)
+    roots, rule = _find_roots(table, nesting)
+    extra_children = np.zeros(0, np.int64)
+    extra_parents = np.zeros(0, np.int64)
+    if rule == "loop":
+        roots, extra_parents, extra_children = _loop_iterations(table)
+
+    # Ranks by start time; each event takes the smallest reaching rank.
+    order = np.lexsort((roots, table.start_ps[roots]))
+    roots = roots[order]
+    group = np.full(n, _NONE, np.int64)
+    group[roots] = np.arange(len(roots))
+    if len(extra_children):
+        np.minimum.at(group, extra_children, group[extra_parents])
+
+    nested = np.flatnonzero(parent >= 0)
+    by_depth = nested[np.argsort(nesting.depth[nested], kind="stable")]
+    max_depth = int(nesting.depth.max(initial=0))
+    cuts = np.searchsorted(nesting.depth[by_depth], np.arange(1, max_depth + 2))
+    levels = np.split(by_depth, cuts[1:-1]) if len(by_depth) else []
+    for _ in range(64):  # chains of cross-thread hops are short; 64 is a safety bound
+        changed = False
+        for level in levels:
+            proposed = group[parent[level]]
+            better = proposed < group[level]
+            if better.any():
+                group[level[better]] = proposed[better]
+                changed = True
+        for link in links:
+            changed |= link.apply(group)
+        if not changed:
+            break
+
+    grouped = group != _NONE
+    ranks, dense = np.unique(group[grouped], return_inverse=True)
+    group_id = np.full(n, -1, np.int64)
+    group_id[grouped] = dense.ravel()
+    root_event = roots[ranks] if len(ranks) else np.zeros(0, np.int64)
+    step_num = _step_numbers(table, nesting, root_event, rule)
+    return Forest(table, nesting, group_id, root_event, step_num, rule if len(roots) else "none")
+
+
+def _cross_thread_links(table: EventTable) -> list[_Link]:
+    links: list[_Link] = []
+    producer_type, producer_id = table.int_stat("_pt"), table.int_stat("_p")
+    consumer_type, consumer_id = table.int_stat("_ct"), table.int_stat("_c")
+    links.append(_link((producer_type, producer_id), (consumer_type, consumer_id),
+                       (producer_type >= 0) & (producer_id >= 0),
+                       (consumer_type >= 0) & (consumer_id >= 0)))
+    step_id, iter_num = table.int_stat("id"), table.int_stat("iter_num")
+    executor = table.event_mask(table.names_matching(lambda s: s == EXECUTOR_PROCESS))
+    get_next = table.event_mask(table.names_matching(
+        lambda s: s.startswith(ITERATOR_GET_NEXT_COMPUTE)))
+    if executor.any() and get_next.any():
+        links.append(_link((step_id, iter_num), (step_id, iter_num),
+                           executor & (step_id >= 0) & (iter_num >= 0),
+                           get_next & (step_id >= 0) & (iter_num >= 0)))
+    correlation = table.int_stat("correlation_id")
+    has_corr = correlation >= 0
+    if has_corr.any():
+        on_device = np.array([p.name.startswith("/device:") for p in table.profile.planes]
+                             + [False])[table.plane_index]
+        links.append(_link((correlation,), (correlation,), has_corr & ~on_device,
+                           has_corr & on_device))
+    return links
+
+
+def _find_roots(table: EventTable, nesting: Nesting) -> tuple[np.ndarray, str]:
+    if _has_tf_loops(table):
+        return np.zeros(0, np.int64), "loop"
+    explicit = (table.int_stat("_r", 0) > 0) & ~_in_tf_data(table, nesting)
+    function_run = table.event_mask(table.names_matching(lambda s: s == FUNCTION_RUN))
+    keras = table.event_mask(table.names_matching(lambda s: bool(KERAS_STEP_PATTERN.search(s))))
+    if np.any(explicit & ~function_run):
+        return np.flatnonzero(explicit), "marker"
+    if keras.any():
+        # TF marks every tf.function run as a root (`FunctionRun`, `_r=1`); Keras 3 fit runs
+        # one step per outermost step function, which is the better step boundary.
+        return _outermost(keras, nesting), "keras"
+    if explicit.any():
+        return np.flatnonzero(explicit), "marker"
+    legacy = np.flatnonzero(table.event_mask(table.names_matching(
+        lambda s: s in LEGACY_ROOT_NAMES)))
+    if len(legacy):
+        return legacy, "legacy"
+    return np.zeros(0, np.int64), "none"
+
+
+def _in_tf_data(table: EventTable, nesting: Nesting) -> np.ndarray:
+    """Events inside a function that tf.data runs (its roots are not training steps)."""
+    captured = table.event_mask(table.names_matching(
+        lambda s: s.startswith(TF_DATA_FUNCTION_PREFIX)))
+    inside = np.zeros(len(captured), bool)
+    ancestor = nesting.parent.copy()
+    while True:
+        live = ancestor >= 0
+        if not live.any():
+            return inside
+        inside[live] |= captured[ancestor[live]]
+        ancestor[live] = nesting.parent[ancestor[live]]
+
+
+def _outermost(mask: np.ndarray, nesting: Nesting) -> np.ndarray:
+    """Events in `mask` with no ancestor in `mask` (walk up one nesting level at a time)."""
+    covered = np.zeros(len(mask), bool)  # has an ancestor in mask
+    ancestor = nesting.parent.copy()
+    while True:
+        live = ancestor >= 0
+        if not live.any():
+            break
+        covered[live] |= mask[ancestor[live]]
+        ancestor[live] = nesting.parent[ancestor[live]]
+    return np.flatnonzero(mask & ~covered)
+
+
+def _executor_keys(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    executor = table.event_mask(table.names_matching(lambda s: s == EXECUTOR_PROCESS))
+    step_id, iter_num = table.int_stat("id"), table.int_stat("iter_num")
+    events = np.flatnonzero(executor & (step_id >= 0) & (iter_num >= 0))
+    return events, step_id[events], iter_num[events]
+
+
+def _has_tf_loops(table: EventTable) -> bool:
+    """A TensorFlow while loop: some executor `id` runs an iteration other than 0."""
+    _, _, iter_num = _executor_keys(table)
+    return bool(np.any(iter_num > 0))
+
+
+def _loop_iterations(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Roots = first executor event of each iteration of each looping `id`; the iteration's
+    other executor events become its children. Returns (roots, parents, children)."""
+    events, step_id, iter_num = _executor_keys(table)
+    looping_ids = np.unique(step_id[iter_num > 0])
+    keep = np.isin(step_id, looping_ids)
+    events, step_id, iter_num = events[keep], step_id[keep], iter_num[keep]
+    order = np.lexsort((table.start_ps[events], iter_num, step_id))
+    events, step_id, iter_num = events[order], step_id[order], iter_num[order]
+    first = np.ones(len(events), bool)
+    first[1:] = (step_id[1:] != step_id[:-1]) | (iter_num[1:] != iter_num[:-1])
+    iteration = np.cumsum(first) - 1
+    roots = events[first]
+    return roots, roots[iteration[~first]], events[~first]
+
+
+def _step_numbers(table: EventTable, nesting: Nesting, roots: np.ndarray, rule: str) -> np.ndarray:
+    """step_num of the root (or of its nearest ancestor that has one), else iter_num, else
+    the group's index."""
+    step_num = table.int_stat("step_num")
+    result = np.full(len(roots), -1, np.int64)
+    current = roots.copy()
+    for _ in range(int(nesting.depth.max(initial=0)) + 1):
+        live = (current >= 0) & (result < 0)
+        if not live.any():
+            break
+        result[live] = step_num[current[live]]
+        current[live] = nesting.parent[current[live]]
+    if rule == "loop":
+        iter_num = table.int_stat("iter_num")
+        result = np.where(result < 0, iter_num[roots], result)
+    return np.where(result < 0, np.arange(len(roots)), result)

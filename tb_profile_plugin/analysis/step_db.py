@@ -1,0 +1,236 @@
+"""Step database: per step, where its time went, in the profiler's event types.
+
+1. Classify grouped events (xprof_reference.md §3.3 "Step events"):
+   - device (GPU planes, events with a group): memcpy H2D/D2H/D2D by name; `nccl*` is
+     collectives; other kernels are 16-bit compute when their `shape` says `half` (or, without
+     a shape, the name says `half`/`fp16`), else 32-bit compute;
+   - host: explicit markers (`train*`, `test*`, `TraceContext*` without `/`) and each group's
+     root are step markers; `Eager*Execute`/`FunctionRun` are skipped; infeed or H2D memcpy ->
+     H2D; H2H memcpy -> H2H; with a device, launches (`correlation_id`) and
+     `ExecutorState::Process` -> kernel launch (HOST_PREPARE); `IteratorGetNext*` -> input
+     wait; `*Compile*` ops -> compilation; the rest -> host compute.
+   With a device, only groups that also ran on the device keep their host events. Unlike the
+   reference's current release, host events are merged for GPU profiles too: without them
+   kernel launch and input wait could never show on a GPU profile (docs/analysis.md).
+2. Step span: the longest host marker, unless a device span (first to last device event of
+   the group) is not inside it, then the device span; CPU-only: the host marker.
+3. Non-overlap: where events of several types overlap, the highest `EventType` wins. Time of
+   type t in a step = |union of types >= t| - |union of types > t|, clipped to the step; each
+   union is one vectorised sweep over all steps at once. What no event covers is UNKNOWN.
+4. A step is kept only if it has device compute (with a device) or host compute (CPU only).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_profile_plugin.analysis.forest import Forest
+from tb_profile_plugin.analysis.op_names import OpCategory, parse_op
+from tb_profile_plugin.xspace.schema import is_device_plane
+
+
+class EventType(enum.IntEnum):
+    """Step-time event types, in priority order (a higher value wins an overlap)."""
+
+    UNKNOWN_TIME = 0
+    HOST_COMPUTE = 1
+    HOST_COMPILE = 2
+    HOST_TO_HOST = 3
+    HOST_TO_DEVICE = 4
+    HOST_PREPARE = 5
+    DEVICE_COLLECTIVES = 6
+    HOST_WAIT_INPUT = 7
+    DEVICE_TO_DEVICE = 8
+    DEVICE_TO_HOST = 9
+    DEVICE_COMPUTE_32 = 10
+    DEVICE_COMPUTE_16 = 11
+    DEVICE_WAIT_DEVICE = 12
+    DEVICE_WAIT_HOST = 13
+
+
+NUM_TYPES = len(EventType)
+_NOT_CLASSIFIED = -1
+_MARKER = -2
+
+
+@dataclass(frozen=True)
+class StepDb:
+    """Kept steps in time order; `type_ps[i, t]` is step i's time of EventType t."""
+
+    step_num: np.ndarray  # int64
+    group_id: np.ndarray  # int64
+    begin_ps: np.ndarray  # int64
+    duration_ps: np.ndarray  # int64
+    type_ps: np.ndarray  # int64 [steps, NUM_TYPES]; UNKNOWN_TIME = the uncovered rest
+    has_device: bool
+    num_dropped: int  # groups with a span but no compute of the required kind
+
+    def __len__(self) -> int:
+        return len(self.step_num)
+
+
+def _explicit_marker(name: str) -> bool:
+    return name.startswith(("train", "test", "TraceContext")) and "/" not in name
+
+
+def _not_real_compute(name: str) -> bool:
+    return name.startswith(("EagerExecute", "EagerLocalExecute", "EagerKernelExecute",
+                            "FunctionRun")) or _explicit_marker(name)
+
+
+def _host_name_type(name: str, has_device: bool) -> int:
+    """EventType of a host event by name alone (-1: decided per event, see classify)."""
+    if _not_real_compute(name):
+        return _MARKER if _explicit_marker(name) else _NOT_CLASSIFIED
+    op = parse_op(name)
+    if op.category == OpCategory.MEMCPY_H2D or op.type in ("InfeedEnqueue",
+                                                           "InfeedEnqueueTuple"):
+        return EventType.HOST_TO_DEVICE
+    if op.category == OpCategory.MEMCPY_H2H:
+        return EventType.HOST_TO_HOST
+    if has_device and name.lower().startswith("executorstate::process"):
+        return EventType.HOST_PREPARE
+    if name.lower().startswith("iteratorgetnext"):
+        return EventType.HOST_WAIT_INPUT
+    if op.category == OpCategory.TENSORFLOW and "Compile" in op.type:
+        return EventType.HOST_COMPILE
+    return EventType.HOST_COMPUTE
+
+
+def _device_name_type(name: str) -> int:
+    op = parse_op(name)
+    if op.category == OpCategory.MEMCPY_H2D:
+        return EventType.HOST_TO_DEVICE
+    if op.category == OpCategory.MEMCPY_D2H:
+        return EventType.DEVICE_TO_HOST
+    if op.category == OpCategory.MEMCPY_D2D:
+        return EventType.DEVICE_TO_DEVICE
+    if op.category == OpCategory.MEMCPY_H2H:
+        return EventType.HOST_TO_HOST
+    if name.lower().startswith("nccl"):
+        return EventType.DEVICE_COLLECTIVES
+    lowered = name.lower()
+    return (EventType.DEVICE_COMPUTE_16 if ("half" in lowered or "fp16" in lowered)
+            else EventType.DEVICE_COMPUTE_32)
+
+
+def classify(forest: Forest) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(event type per event, -1 unclassified / -2 marker; device mask; has_device)."""
+    table = forest.table
+    device_plane = np.array([is_device_plane(p.name) for p in table.profile.planes] + [False])
+    on_device = device_plane[table.plane_index]
+    has_device = bool(on_device.any())
+    host_types = np.array([_host_name_type(n, has_device) for n in table.names], np.int64)
+    device_types = np.array([_device_name_type(n) for n in table.names], np.int64)
+    types = np.where(on_device, device_types[table.name_id], host_types[table.name_id])
+    if has_device:
+        launch = (~on_device) & (table.int_stat("correlation_id") >= 0) & (types >= 0)
+        types[launch & (types == EventType.HOST_COMPUTE)] = EventType.HOST_PREPARE
+        shape = table.str_stat("shape")
+        computes = np.flatnonzero(on_device & ((types == EventType.DEVICE_COMPUTE_16)
+                                               | (types == EventType.DEVICE_COMPUTE_32)))
+        for i in computes[np.isin(computes, np.fromiter(shape, np.int64, len(shape)))].tolist():
+            half = "half" in shape[i]
+            types[i] = EventType.DEVICE_COMPUTE_16 if half else EventType.DEVICE_COMPUTE_32
+    types[forest.root_event] = np.where(on_device[forest.root_event], types[forest.root_event],
+                                        _MARKER)
+    types[forest.group_id < 0] = _NOT_CLASSIFIED
+    return types, on_device, has_device
+
+
+def _union_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray,
+                     num_groups: int) -> np.ndarray:
+    """Length of the union of intervals, per group (int64 ps)."""
+    out = np.zeros(num_groups, np.int64)
+    if len(group) == 0:
+        return out
+    order = np.lexsort((start, group))
+    g, s, e = group[order], start[order], end[order]
+    first = np.ones(len(g), bool)
+    first[1:] = g[1:] != g[:-1]
+    # Running max of ends within each group: offset groups so they never interact.
+    span = int(e.max() - s.min()) + 1
+    shifted_end = e - s.min() + g * span
+    running = np.maximum.accumulate(shifted_end)
+    previous = np.empty_like(running)
+    previous[0] = np.iinfo(np.int64).min
+    previous[1:] = running[:-1]
+    previous = np.where(first, np.iinfo(np.int64).min, previous - g * span + s.min())
+    covered = np.maximum(0, e - np.maximum(s, previous))
+    np.add.at(out, g, covered)
+    return out
+
+
+def build_step_db(forest: Forest) -> StepDb:
+    types, on_device, has_device = classify(forest)
+    table = forest.table
+    groups = forest.group_id
+    g_count = forest.num_groups
+    start, end = table.start_ps, table.end_ps
+
+    # Step spans: longest host marker per group; device span per group.
+    markers = np.flatnonzero((types == _MARKER) & ~on_device)
+    marker_len = end[markers] - start[markers]
+    order = np.lexsort((-marker_len, groups[markers]))
+    markers = markers[order]
+    first = np.ones(len(markers), bool)
+    first[1:] = groups[markers][1:] != groups[markers][:-1]
+    host_begin = np.full(g_count, -1, np.int64)
+    host_end = np.full(g_count, -1, np.int64)
+    host_begin[groups[markers[first]]] = start[markers[first]]
+    host_end[groups[markers[first]]] = end[markers[first]]
+
+    device_events = np.flatnonzero(on_device & (groups >= 0) & (types >= 0))
+    dev_begin = np.full(g_count, np.iinfo(np.int64).max, np.int64)
+    dev_end = np.full(g_count, -1, np.int64)
+    np.minimum.at(dev_begin, groups[device_events], start[device_events])
+    np.maximum.at(dev_end, groups[device_events], end[device_events])
+    has_dev_span = dev_end >= 0
+
+    if has_device:
+        host_contains = (host_begin >= 0) & (host_begin <= dev_begin) & (host_end >= dev_end)
+        use_host = host_contains | ~has_dev_span
+        begin = np.where(use_host, host_begin, dev_begin)
+        finish = np.where(use_host, host_end, dev_end)
+        valid = has_dev_span  # host events count only for groups that ran on the device
+    else:
+        begin, finish = host_begin, host_end
+        valid = host_begin >= 0
+
+    # Events of valid groups, clipped to their step.
+    ev = np.flatnonzero((types >= 0) & (groups >= 0))
+    ev = ev[valid[groups[ev]]]
+    ev_group = groups[ev]
+    ev_start = np.maximum(start[ev], begin[ev_group])
+    ev_end = np.minimum(end[ev], finish[ev_group])
+    keep = ev_end > ev_start
+    ev, ev_group, ev_start, ev_end = ev[keep], ev_group[keep], ev_start[keep], ev_end[keep]
+    ev_type = types[ev]
+
+    union_at_least = np.zeros((NUM_TYPES + 1, g_count), np.int64)
+    for t in range(NUM_TYPES - 1, -1, -1):
+        sel = ev_type >= t
+        union_at_least[t] = _union_per_group(ev_group[sel], ev_start[sel], ev_end[sel], g_count)
+    type_ps = (union_at_least[:-1] - union_at_least[1:]).T.copy()
+    duration = np.where(valid, finish - begin, 0)
+    type_ps[:, EventType.UNKNOWN_TIME] = duration - union_at_least[EventType.HOST_COMPUTE]
+
+    if has_device:
+        computes = type_ps[:, EventType.DEVICE_COMPUTE_16] + type_ps[:, EventType.DEVICE_COMPUTE_32]
+    else:
+        computes = type_ps[:, EventType.HOST_COMPUTE]
+    kept = valid & (computes > 0)
+    order = np.flatnonzero(kept)
+    order = order[np.argsort(begin[order], kind="stable")]
+    return StepDb(
+        step_num=forest.step_num[order],
+        group_id=order.astype(np.int64),
+        begin_ps=begin[order],
+        duration_ps=duration[order],
+        type_ps=type_ps[order],
+        has_device=has_device,
+        num_dropped=int(np.count_nonzero(valid & ~kept)),
+    )
