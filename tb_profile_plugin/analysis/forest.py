@@ -3,6 +3,8 @@
 Follows the profiler's grouping rules (xprof_reference.md §3.2), vectorised:
 
 * Edges. Nesting on a line (parent encloses child; `_a=1` events are async and not nested);
+  thread-pool regions (top-level events between `ThreadpoolListener::StartRegion` and the
+  next `StopRegion` on a line are children of the StartRegion);
   producer -> consumer across threads (`_pt`/`_p` matches `_ct`/`_c`);
   `ExecutorState::Process` -> `IteratorGetNextOp::DoCompute` on (`id`, `iter_num`);
   host kernel launch -> device kernel on `correlation_id`.
@@ -37,6 +39,8 @@ KERAS_STEP_PATTERN = re.compile(r"step_on_iterator")
 EXECUTOR_PROCESS = "ExecutorState::Process"
 ITERATOR_GET_NEXT_COMPUTE = "IteratorGetNextOp::DoCompute"
 FUNCTION_RUN = "FunctionRun"
+REGION_START = "ThreadpoolListener::StartRegion"
+REGION_STOP = "ThreadpoolListener::StopRegion"
 TF_DATA_FUNCTION_PREFIX = "InstantiatedCapturedFunction::Run"
 
 
@@ -115,6 +119,7 @@ def build_forest(table: EventTable) -> Forest:
     is_async = table.int_stat("_a", 0) > 0
     parent = np.where(is_async, -1, nesting.parent)
 
+    region_parent, region_child = _threadpool_regions(table, parent)
     links = _cross_thread_links(table)
     roots, rule = _find_roots(table, nesting)
     extra_children = np.zeros(0, np.int64)
@@ -137,6 +142,11 @@ def build_forest(table: EventTable) -> Forest:
     levels = np.split(by_depth, cuts[1:-1]) if len(by_depth) else []
     for _ in range(64):  # chains of cross-thread hops are short; 64 is a safety bound
         changed = False
+        proposed = group[region_parent]
+        better = proposed < group[region_child]
+        if better.any():
+            group[region_child[better]] = proposed[better]
+            changed = True
         for level in levels:
             proposed = group[parent[level]]
             better = proposed < group[level]
@@ -155,6 +165,40 @@ def build_forest(table: EventTable) -> Forest:
     root_event = roots[ranks] if len(ranks) else np.zeros(0, np.int64)
     step_num = _step_numbers(table, nesting, root_event, rule)
     return Forest(table, nesting, group_id, root_event, step_num, rule if len(roots) else "none")
+
+
+def _threadpool_regions(table: EventTable, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Work a thread pool runs between the zero-length `ThreadpoolListener::StartRegion` and
+    the next `StopRegion` on the same line belongs to the StartRegion (which is the consumer of
+    the `ThreadpoolListener::Record` that queued it). Returns (StartRegion, child) edges for
+    the top-level events inside each region."""
+    start_mask = table.event_mask(table.names_matching(lambda s: s == REGION_START))
+    if not start_mask.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    stop_mask = table.event_mask(table.names_matching(lambda s: s == REGION_STOP))
+    parents: list[np.ndarray] = []
+    children: list[np.ndarray] = []
+    for k in range(len(table.lines)):
+        lo, hi = int(table.line_bounds[k]), int(table.line_bounds[k + 1])
+        starts = lo + np.flatnonzero(start_mask[lo:hi])
+        if len(starts) == 0:
+            continue
+        stops = lo + np.flatnonzero(stop_mask[lo:hi])
+        starts = starts[np.argsort(table.start_ps[starts], kind="stable")]
+        stop_times = np.sort(table.start_ps[stops])
+        at = np.searchsorted(stop_times, table.start_ps[starts], "left")
+        region_end = np.where(at < len(stop_times),
+                              stop_times[np.minimum(at, max(len(stop_times) - 1, 0))]
+                              if len(stop_times) else 0, np.iinfo(np.int64).max)
+        top = lo + np.flatnonzero((parent[lo:hi] < 0) & ~start_mask[lo:hi] & ~stop_mask[lo:hi])
+        which = np.searchsorted(table.start_ps[starts], table.start_ps[top], "right") - 1
+        inside = which >= 0
+        inside[inside] = table.start_ps[top[inside]] < region_end[which[inside]]
+        parents.append(starts[which[inside]])
+        children.append(top[inside])
+    if not parents:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(parents), np.concatenate(children)
 
 
 def _cross_thread_links(table: EventTable) -> list[_Link]:

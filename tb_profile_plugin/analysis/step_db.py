@@ -5,7 +5,8 @@
      collectives; other kernels are 16-bit compute when their `shape` says `half` (or, without
      a shape, the name says `half`/`fp16`), else 32-bit compute;
    - host: explicit markers (`train*`, `test*`, `TraceContext*` without `/`) and each group's
-     root are step markers; `Eager*Execute`/`FunctionRun` are skipped; infeed or H2D memcpy ->
+     root, unless it is an implicit root (`FunctionRun`, `SessionRun`, `RunGraph`,
+     `ExecutorState::Process`), are step markers; `Eager*Execute`/`FunctionRun` are skipped; infeed or H2D memcpy ->
      H2D; H2H memcpy -> H2H; with a device, launches (`correlation_id`) and
      `ExecutorState::Process` -> kernel launch (HOST_PREPARE); `IteratorGetNext*` -> input
      wait; `*Compile*` ops -> compilation; the rest -> host compute.
@@ -18,6 +19,8 @@
    type t in a step = |union of types >= t| - |union of types > t|, clipped to the step; each
    union is one vectorised sweep over all steps at once. What no event covers is UNKNOWN.
 4. A step is kept only if it has device compute (with a device) or host compute (CPU only).
+5. With more than `PARTIAL_STEP_MIN` steps, the first and the last are dropped: a capture
+   starts and stops mid-step, so they are usually partial (the reference does the same).
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ class EventType(enum.IntEnum):
 
 
 NUM_TYPES = len(EventType)
+#: Above this many steps, the first and last (usually cut by the capture window) are dropped.
+PARTIAL_STEP_MIN = 5
+IMPLICIT_ROOT_NAMES = frozenset({"FunctionRun", "SessionRun", "RunGraph",
+                                 "ExecutorState::Process"})
 _NOT_CLASSIFIED = -1
 _MARKER = -2
 
@@ -67,6 +74,7 @@ class StepDb:
     type_ps: np.ndarray  # int64 [steps, NUM_TYPES]; UNKNOWN_TIME = the uncovered rest
     has_device: bool
     num_dropped: int  # groups with a span but no compute of the required kind
+    num_partial_dropped: int  # first/last steps dropped as partial (0 or 2)
 
     def __len__(self) -> int:
         return len(self.step_num)
@@ -135,8 +143,11 @@ def classify(forest: Forest) -> tuple[np.ndarray, np.ndarray, bool]:
         for i in computes[np.isin(computes, np.fromiter(shape, np.int64, len(shape)))].tolist():
             half = "half" in shape[i]
             types[i] = EventType.DEVICE_COMPUTE_16 if half else EventType.DEVICE_COMPUTE_32
-    types[forest.root_event] = np.where(on_device[forest.root_event], types[forest.root_event],
-                                        _MARKER)
+    # A group's root marks its step unless it is an implicit root (a function, session or
+    # executor run the runtime marks as a root on its own): those carry no step name.
+    implicit = table.names_matching(lambda s: s in IMPLICIT_ROOT_NAMES)[table.name_id]
+    roots = forest.root_event[~implicit[forest.root_event] & ~on_device[forest.root_event]]
+    types[roots] = _MARKER
     types[forest.group_id < 0] = _NOT_CLASSIFIED
     return types, on_device, has_device
 
@@ -225,6 +236,9 @@ def build_step_db(forest: Forest) -> StepDb:
     kept = valid & (computes > 0)
     order = np.flatnonzero(kept)
     order = order[np.argsort(begin[order], kind="stable")]
+    partial = 0
+    if len(order) > PARTIAL_STEP_MIN:
+        order, partial = order[1:-1], 2
     return StepDb(
         step_num=forest.step_num[order],
         group_id=order.astype(np.int64),
@@ -233,4 +247,5 @@ def build_step_db(forest: Forest) -> StepDb:
         type_ps=type_ps[order],
         has_device=has_device,
         num_dropped=int(np.count_nonzero(valid & ~kept)),
+        num_partial_dropped=partial,
     )

@@ -1,0 +1,226 @@
+"""Op metrics: per op, how often it ran and how much time it took, on the host and the device.
+
+Host (xprof_reference.md §3.3 "Host op metrics db"): events whose name parses to an op
+(TensorFlow `name:Type`, JAX, tf.data `Iterator::...`, memcpy); user TraceMes and runtime
+internals are ignored. Self time = duration minus the durations of the op events directly
+nested in it on the same line. Each line adds IDLE = (last op end - first op start) - the
+sum of self times on that line.
+
+Device: each kernel or memcpy on a GPU plane is an op named after the TensorFlow op that
+launched it (`tf_op` stat; `name:Type`) and the kernel; the `tf_op_*` columns aggregate them
+per TensorFlow op (occurrences = the most any one kernel ran, times summed), as the overview's
+top ops do. Each device line adds its IDLE the same way.
+
+An op is eager when it runs under `EagerKernelExecute` and not under `ExecutorState::Process`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_profile_plugin.analysis.events import EventTable
+from tb_profile_plugin.analysis.forest import Forest
+from tb_profile_plugin.analysis.nesting import compute_nesting
+from tb_profile_plugin.analysis.op_names import OpCategory, parse_op
+from tb_profile_plugin.analysis.step_db import EventType
+from tb_profile_plugin.xspace.schema import is_device_plane
+
+IDLE = "IDLE"
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """One row per op; the IDLE row (if any) is the last. Times in ps."""
+
+    name: list[str]
+    type: list[str]
+    category: list[str]
+    occurrences: np.ndarray  # int64
+    total_ps: np.ndarray  # int64
+    self_ps: np.ndarray  # int64
+    eager_self_ps: np.ndarray  # int64
+    min_ps: np.ndarray  # int64 (smallest single run)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @property
+    def idle_ps(self) -> int:
+        return int(self.self_ps[-1]) if self.name and self.name[-1] == IDLE else 0
+
+    def without_idle(self) -> OpTable:
+        if not self.name or self.name[-1] != IDLE:
+            return self
+        cut = slice(0, len(self.name) - 1)
+        return OpTable(self.name[cut], self.type[cut], self.category[cut],
+                       self.occurrences[cut], self.total_ps[cut], self.self_ps[cut],
+                       self.eager_self_ps[cut], self.min_ps[cut])
+
+
+@dataclass(frozen=True)
+class OpMetrics:
+    host: OpTable
+    device: OpTable
+    device_tf_ops: OpTable  # device ops summed per TensorFlow op (no IDLE)
+    compute_16bit_ps: int
+    compute_32bit_ps: int
+
+
+_CATEGORY_NAMES = {
+    OpCategory.TENSORFLOW: "TensorFlow", OpCategory.JAX: "JAX", OpCategory.TF_DATA: "tf.data",
+    OpCategory.MEMCPY_H2D: "Memcpy", OpCategory.MEMCPY_D2H: "Memcpy",
+    OpCategory.MEMCPY_D2D: "Memcpy", OpCategory.MEMCPY_H2H: "Memcpy",
+}
+
+
+def _eager(table: EventTable, forest: Forest) -> np.ndarray:
+    """Per event: under EagerKernelExecute and not under ExecutorState::Process (same line)."""
+    eager_root = table.event_mask(table.names_matching(lambda s: s == "EagerKernelExecute"))
+    executor = table.event_mask(table.names_matching(lambda s: s == "ExecutorState::Process"))
+    under_eager = np.zeros(len(table), bool)
+    under_executor = np.zeros(len(table), bool)
+    parent = forest.nesting.parent
+    ancestor = parent.copy()
+    while True:
+        live = np.flatnonzero(ancestor >= 0)
+        if len(live) == 0:
+            break
+        under_eager[live] |= eager_root[ancestor[live]]
+        under_executor[live] |= executor[ancestor[live]]
+        ancestor[live] = parent[ancestor[live]]
+    return under_eager & ~under_executor
+
+
+def _aggregate(
+    keys: list[str], key_of_event: np.ndarray, duration: np.ndarray, self_time: np.ndarray,
+    eager: np.ndarray, types: list[str], categories: list[str], idle_ps: int | None,
+) -> OpTable:
+    k = len(keys)
+    occurrences = np.bincount(key_of_event, minlength=k).astype(np.int64)
+    total = np.zeros(k, np.int64)
+    own = np.zeros(k, np.int64)
+    eager_own = np.zeros(k, np.int64)
+    smallest = np.full(k, np.iinfo(np.int64).max, np.int64)
+    np.add.at(total, key_of_event, duration)
+    np.add.at(own, key_of_event, self_time)
+    np.add.at(eager_own, key_of_event, np.where(eager, self_time, 0))
+    np.minimum.at(smallest, key_of_event, duration)
+    used = occurrences > 0
+    rows = np.flatnonzero(used)
+    table = OpTable(
+        [keys[i] for i in rows], [types[i] for i in rows], [categories[i] for i in rows],
+        occurrences[rows], total[rows], own[rows], eager_own[rows], smallest[rows],
+    )
+    if idle_ps is None:
+        return table
+    one = np.array([idle_ps], np.int64)
+    return OpTable(table.name + [IDLE], table.type + [IDLE], table.category + [IDLE],
+                   np.append(table.occurrences, 0), np.append(table.total_ps, one),
+                   np.append(table.self_ps, one), np.append(table.eager_self_ps, 0),
+                   np.append(table.min_ps, 0))
+
+
+def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Self time of each of `events` (minus direct children among them) and the IDLE per line."""
+    start, end = table.start_ps[events], table.end_ps[events]
+    line = table.line_index[events]
+    counts = np.bincount(line, minlength=len(table.lines))
+    bounds = np.zeros(len(table.lines) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    nesting = compute_nesting(start, end, bounds)  # events are line-major already
+    child_sum = np.zeros(len(events), np.int64)
+    has_parent = nesting.parent >= 0
+    np.add.at(child_sum, nesting.parent[has_parent], (end - start)[has_parent])
+    self_time = np.maximum(end - start - child_sum, 0)
+    idle = 0
+    present = np.flatnonzero(counts)
+    if len(present):
+        first = np.full(len(table.lines), np.iinfo(np.int64).max, np.int64)
+        last = np.full(len(table.lines), np.iinfo(np.int64).min, np.int64)
+        np.minimum.at(first, line, start)
+        np.maximum.at(last, line, end)
+        per_line_self = np.bincount(line, weights=self_time, minlength=len(table.lines))
+        idle = int(np.sum(np.maximum(last[present] - first[present]
+                                     - per_line_self[present].astype(np.int64), 0)))
+    return self_time, np.int64(idle)
+
+
+def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
+    table = forest.table
+    device_plane = np.array([is_device_plane(p.name) for p in table.profile.planes] + [False])
+    on_device = device_plane[table.plane_index]
+    parsed = [parse_op(n) for n in table.names]
+    is_op_name = np.array([op.is_op for op in parsed], bool)
+    eager = _eager(table, forest)
+
+    # Host ops.
+    host_events = np.flatnonzero(~on_device & is_op_name[table.name_id])
+    self_time, idle = _self_times(table, host_events)
+    op_key = [op.name if op.category == OpCategory.TF_DATA else op.name for op in parsed]
+    keys = sorted({op_key[i] for i in np.unique(table.name_id[host_events]).tolist()})
+    index = {k: i for i, k in enumerate(keys)}
+    name_to_key = np.array([index.get(op_key[i], -1) for i in range(len(parsed))], np.int64)
+    types_by_key = [""] * len(keys)
+    categories_by_key = [""] * len(keys)
+    for i, op in enumerate(parsed):
+        if op_key[i] in index:
+            types_by_key[index[op_key[i]]] = op.type
+            categories_by_key[index[op_key[i]]] = _CATEGORY_NAMES.get(op.category, "")
+    host = _aggregate(keys, name_to_key[table.name_id[host_events]],
+                      table.duration_ps[host_events], self_time, eager[host_events],
+                      types_by_key, categories_by_key, int(idle) if len(host_events) else None)
+
+    # Device ops: kernel name under its TensorFlow op.
+    device_events = np.flatnonzero(on_device)
+    tf_op_text = table.str_stat("tf_op")
+    dev_keys: dict[tuple[str, str], int] = {}
+    dev_key_of_event = np.zeros(len(device_events), np.int64)
+    tf_of_key: list[str] = []
+    type_of_key: list[str] = []
+    for j, event in enumerate(device_events.tolist()):  # device planes: kernels, one row each
+        tf_op = tf_op_text.get(event, "")
+        key = (tf_op, table.names[table.name_id[event]])
+        if key not in dev_keys:
+            dev_keys[key] = len(dev_keys)
+            parsed_tf = parse_op(tf_op) if tf_op else None
+            tf_of_key.append(parsed_tf.name if parsed_tf and parsed_tf.is_op else key[1])
+            type_of_key.append(parsed_tf.type if parsed_tf and parsed_tf.is_op else "")
+        dev_key_of_event[j] = dev_keys[key]
+    dev_self, dev_idle = _self_times(table, device_events)
+    device_names = [f"{tf}/{kernel}" if tf else kernel for tf, kernel in dev_keys]
+    device = _aggregate(device_names, dev_key_of_event, table.duration_ps[device_events],
+                        dev_self, eager[device_events], type_of_key, type_of_key,
+                        int(dev_idle) if len(device_events) else None)
+    device_tf_ops = _per_tf_op(device.without_idle(), [tf_of_key[i] for i in range(len(tf_of_key))],
+                               type_of_key, dev_key_of_event, dev_keys)
+    compute16 = int(table.duration_ps[device_events][
+        event_types[device_events] == EventType.DEVICE_COMPUTE_16].sum())
+    compute32 = int(table.duration_ps[device_events][
+        event_types[device_events] == EventType.DEVICE_COMPUTE_32].sum())
+    return OpMetrics(host, device, device_tf_ops, compute16, compute32)
+
+
+def _per_tf_op(device: OpTable, tf_of_key: list[str], type_of_key: list[str],
+               key_of_event: np.ndarray, dev_keys: dict[tuple[str, str], int]) -> OpTable:
+    """Device rows summed per TensorFlow op; occurrences = the most any one kernel ran."""
+    names = sorted(set(tf_of_key))
+    index = {n: i for i, n in enumerate(names)}
+    per_key_occ = np.bincount(key_of_event, minlength=len(tf_of_key))
+    per_key_total = np.zeros(len(tf_of_key), np.int64)
+    by_name = dict(zip(device.name, range(len(device.name)), strict=True))
+    labels = [f"{tf}/{kernel}" if tf else kernel for tf, kernel in dev_keys]
+    for key, label in enumerate(labels):
+        if label in by_name:
+            per_key_total[key] = device.self_ps[by_name[label]]
+    target = np.array([index[tf_of_key[k]] for k in range(len(tf_of_key))], np.int64)
+    occurrences = np.zeros(len(names), np.int64)
+    total = np.zeros(len(names), np.int64)
+    np.maximum.at(occurrences, target, per_key_occ)
+    np.add.at(total, target, per_key_total)
+    types = [""] * len(names)
+    for k, t in enumerate(type_of_key):
+        types[target[k]] = t
+    return OpTable(names, types, types, occurrences, total, total.copy(),
+                   np.zeros(len(names), np.int64), np.zeros(len(names), np.int64))
