@@ -6,8 +6,8 @@
      a shape, the name says `half`/`fp16`), else 32-bit compute;
    - host: explicit markers (`train*`, `test*`, `TraceContext*` without `/`) and each group's
      root, unless it is an implicit root (`FunctionRun`, `SessionRun`, `RunGraph`,
-     `ExecutorState::Process`), are step markers; `Eager*Execute`/`FunctionRun` are skipped; infeed or H2D memcpy ->
-     H2D; H2H memcpy -> H2H; with a device, launches (`correlation_id`) and
+     `ExecutorState::Process`), are step markers; `Eager*Execute`/`FunctionRun` are
+     skipped; infeed or H2D memcpy -> H2D; H2H memcpy -> H2H; with a device, launches (`correlation_id`) and
      `ExecutorState::Process` -> kernel launch (HOST_PREPARE); `IteratorGetNext*` -> input
      wait; `*Compile*` ops -> compilation; the rest -> host compute.
    With a device, only groups that also ran on the device keep their host events. Unlike the
