@@ -7,9 +7,10 @@
    - host: explicit markers (`train*`, `test*`, `TraceContext*` without `/`) and each group's
      root, unless it is an implicit root (`FunctionRun`, `SessionRun`, `RunGraph`,
      `ExecutorState::Process`), are step markers; `Eager*Execute`/`FunctionRun` are
-     skipped; infeed or H2D memcpy -> H2D; H2H memcpy -> H2H; with a device, launches (`correlation_id`) and
-     `ExecutorState::Process` -> kernel launch (HOST_PREPARE); `IteratorGetNext*` -> input
-     wait; `*Compile*` ops -> compilation; the rest -> host compute.
+     skipped; infeed or H2D memcpy -> H2D; H2H memcpy -> H2H; with a device, launches
+     (`correlation_id`) and `ExecutorState::Process` -> kernel launch (HOST_PREPARE);
+     `IteratorGetNext*` -> input wait; `*Compile*` ops -> compilation; the rest -> host
+     compute.
    With a device, only groups that also ran on the device keep their host events. Unlike the
    reference's current release, host events are merged for GPU profiles too: without them
    kernel launch and input wait could never show on a GPU profile (docs/analysis.md).
