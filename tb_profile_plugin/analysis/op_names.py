@@ -39,7 +39,7 @@ _MEMCPY = {
 class Op:
     category: OpCategory
     name: str  # the op's name (for tf.data: the full iterator name)
-    type: str  # the op's type ("MatMul", "Iterator", "MemcpyHToD", ...)
+    type: str  # the op's type ("MatMul", "Dataset" for tf.data, "MemcpyHToD", ...)
 
     @property
     def is_op(self) -> bool:
@@ -52,7 +52,7 @@ def parse_op(event_name: str) -> Op:
         if lowered.startswith(prefix):
             return Op(category, event_name, event_name[: len(prefix)])
     if event_name.startswith(ITERATOR_PREFIX):
-        return Op(OpCategory.TF_DATA, event_name, "Iterator")
+        return Op(OpCategory.TF_DATA, event_name, "Dataset")
     name, sep, op_type = event_name.partition(":")
     if not sep or not _TF_NAME.match(name):
         return Op(OpCategory.NONE, event_name, "")

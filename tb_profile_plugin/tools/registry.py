@@ -95,7 +95,11 @@ def views_for(facts: RunFacts) -> list[str]:
 
 
 def _register_builtin_views() -> None:
-    from tb_profile_plugin.tools import profile_info  # noqa: F401  (registers itself)
+    from tb_profile_plugin.tools import (  # noqa: F401  (each registers itself)
+        input_pipeline_analyzer,
+        overview_page,
+        profile_info,
+    )
 
 
 _register_builtin_views()

@@ -1,0 +1,84 @@
+"""Everything the analysis views need from one host's profile, computed once and kept.
+
+`analyze(profile)` builds the event table, forest, step database and op metrics, and reads
+the run environment from the planes. The result is memoised per decoded profile (the store
+keeps decoded profiles, so a second request for any view of the same file is served from
+memory).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.forest import build_forest
+from tb_profile_plugin.analysis.op_metrics import OpMetrics, build_op_metrics
+from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
+from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.schema import is_device_plane, is_gpu_plane
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    hostnames: list[str]
+    device_type: str  # "CPU", "GPU" or the GPU model
+    device_core_count: int  # GPUs (device planes); 0 on CPU-only profiles
+
+
+@dataclass(frozen=True)
+class HostAnalysis:
+    steps: StepDb
+    ops: OpMetrics
+    environment: RunEnvironment
+    root_rule: str  # how steps were found: marker, keras, loop, legacy or none
+    num_groups: int
+    has_device: bool
+    has_tf_data: bool
+    num_device_kernels: int
+
+
+_cache: dict[int, HostAnalysis] = {}
+_lock = threading.Lock()
+
+
+def analyze(profile: Profile) -> HostAnalysis:
+    key = id(profile)
+    with _lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    result = _analyze(profile)
+    with _lock:
+        if key not in _cache:
+            _cache[key] = result
+            weakref.finalize(profile, _cache.pop, key, None)
+    return result
+
+
+def _environment(profile: Profile) -> RunEnvironment:
+    devices = [p for p in profile.planes if is_device_plane(p.name)]
+    device_type = "CPU"
+    if devices:
+        device_type = "GPU" if any(is_gpu_plane(p.name) for p in devices) else "Device"
+        for plane in devices:
+            model = plane.stat_values().get("gpu_model") or plane.stat_values().get("device_model")
+            if isinstance(model, str) and model:
+                device_type = model
+                break
+    return RunEnvironment(profile.hostnames or ["localhost"], device_type, len(devices))
+
+
+def _analyze(profile: Profile) -> HostAnalysis:
+    table = build_event_table(profile)
+    forest = build_forest(table)
+    steps = build_step_db(forest)
+    types, on_device, has_device = classify(forest)
+    ops = build_op_metrics(forest, types)
+    has_tf_data = any(name.startswith("Iterator::") for name in table.names)
+    return HostAnalysis(
+        steps=steps, ops=ops, environment=_environment(profile), root_rule=forest.root_rule,
+        num_groups=forest.num_groups, has_device=has_device, has_tf_data=has_tf_data,
+        num_device_kernels=int(on_device.sum()),
+    )

@@ -1,0 +1,105 @@
+"""overview_page view: step time and its breakdown, verdict, top ops, environment, advice.
+
+Keys (docs/api.md): steps, step_time_ms, categories (per category avg/stddev/min/max in ms and
+share of step time), input_percent, all_others_percent, bottleneck, device_compute_precision,
+top_device_ops, top_host_ops, run_environment, recommendations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tb_profile_plugin.analysis.advice import recommendations
+from tb_profile_plugin.analysis.breakdown import (
+    CATEGORY_LABELS,
+    Stats,
+    category_ps,
+    category_stats_ms,
+    steps_json,
+    verdict,
+)
+from tb_profile_plugin.analysis.op_metrics import OpTable
+from tb_profile_plugin.tools.analysis_views import has_host_events, single_host
+from tb_profile_plugin.tools.document import Diagnostics, document
+from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+
+NAME = "overview_page"
+VERSION = 1
+TOP_OPS = 10
+
+
+def top_ops(table: OpTable, limit: int = TOP_OPS) -> list[dict[str, Any]]:
+    """Ops by self time (ties by name), with their share of all op self time (no IDLE)."""
+    ops = table.without_idle()
+    total = float(np.sum(ops.self_ps))
+    if total <= 0:
+        return []
+    order = sorted(range(len(ops)), key=lambda i: (-int(ops.self_ps[i]), ops.name[i]))
+    rows, cumulative = [], 0.0
+    for i in order[:limit]:
+        share = float(ops.self_ps[i]) / total
+        cumulative += share
+        rows.append({
+            "name": ops.name[i], "type": ops.type[i], "category": ops.category[i],
+            "occurrences": int(ops.occurrences[i]),
+            "self_time_ms": float(ops.self_ps[i]) / 1e9,
+            "self_time_fraction": share, "cumulative_time_fraction": cumulative,
+        })
+    return rows
+
+
+def build(request: ViewRequest) -> dict[str, Any]:
+    diagnostics = Diagnostics()
+    host, analysis = single_host(request, diagnostics)
+    steps = analysis.steps
+    v = verdict(steps)
+    total_ps = float(steps.duration_ps.sum())
+    shares = {k: (100.0 * float(x.sum()) / total_ps if total_ps else 0.0)
+              for k, x in category_ps(steps).items()}
+    stats = category_stats_ms(steps)
+    precision_total = analysis.ops.compute_16bit_ps + analysis.ops.compute_32bit_ps
+    if not analysis.has_device:
+        diagnostics.info.append(
+            "no device planes: a CPU-only profile, so device compute, precision and top device "
+            "ops are empty (on a GPU machine this means no CUPTI trace was captured)")
+    env = analysis.environment
+    return document(
+        NAME, VERSION, request.run, request.host, diagnostics,
+        steps=steps_json(steps),
+        step_time_ms=Stats.of(steps.duration_ps / 1e9).to_json(),
+        categories={
+            name: {"label": CATEGORY_LABELS[name], **stats[name].to_json(),
+                   "percent": shares[name]}
+            for name in stats
+        },
+        input_percent=v.input_percent,
+        all_others_percent=v.all_others_percent,
+        bottleneck={"input_bound": v.input_bound, "statement": v.statement},
+        device_compute_precision={
+            "percent_16bit": 100.0 * analysis.ops.compute_16bit_ps / precision_total
+            if precision_total else 0.0,
+            "percent_32bit": 100.0 * analysis.ops.compute_32bit_ps / precision_total
+            if precision_total else 0.0,
+        },
+        top_device_ops=top_ops(analysis.ops.device_tf_ops),
+        top_host_ops=top_ops(analysis.ops.host) if not analysis.has_device else [],
+        run_environment={
+            "host_count": len(request.profiles), "hostnames": env.hostnames,
+            "device_type": env.device_type, "device_core_count": env.device_core_count,
+        },
+        step_rule=analysis.root_rule,
+        recommendations=recommendations(analysis),
+    )
+
+
+def steps_table(doc: dict[str, Any]) -> Table:
+    names = list(CATEGORY_LABELS)
+    header = ["step_num", "step_time_ms", *[f"{n}_ms" for n in names]]
+    rows = [[s["step_num"], s["step_time_ms"], *[s["breakdown_ms"][n] for n in names]]
+            for s in doc["steps"]]
+    return header, rows
+
+
+VIEW = register(View(NAME, VERSION, build, has_host_events, tables={"steps": steps_table}))
