@@ -122,7 +122,7 @@ def _aggregate(
                    np.append(table.min_ps, 0))
 
 
-def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]:
     """Self time of each of `events` (minus direct children among them) and the IDLE per line."""
     start, end = table.start_ps[events], table.end_ps[events]
     line = table.line_index[events]
@@ -144,7 +144,7 @@ def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, np.n
         per_line_self = np.bincount(line, weights=self_time, minlength=len(table.lines))
         idle = int(np.sum(np.maximum(last[present] - first[present]
                                      - per_line_self[present].astype(np.int64), 0)))
-    return self_time, np.int64(idle)
+    return self_time, idle
 
 
 def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
