@@ -11,6 +11,12 @@ Each figure comes from a fresh child process, so nothing is warm that should not
   cached_open_s    a new process opening the same file again (disk cache hit)
   peak_mb          peak Python-tracked memory of the cold decode (tracemalloc), and its ratio
                    to the file size
+  <view>_cold_s    a view's document from the file on disk, decode included (no disk cache),
+                   for overview_page and input_pipeline_analyzer; <view>_warm_s the same
+                   request again in the same process (what a second page load costs)
+  reference_<view>_s  with `--reference-python PY`: the reference plugin's conversion of the
+                   same file, timed in a separate interpreter that has `xprof` installed (a
+                   scratch venv outside the project; the project never imports it)
 Prints one JSON object; `--json-out F` also writes it to F.
 """
 
@@ -56,6 +62,18 @@ elif mode in ("cold", "cold_numpy"):
         t = time.perf_counter()
         cache.save(profile, cache.cache_key(path, st.st_size, st.st_mtime_ns))
         out["cache_write_s"] = time.perf_counter() - t
+elif mode.startswith("view:"):
+    from tb_profile_plugin.tools import registry
+    from tb_profile_plugin.xspace.store import ProfileStore
+    view = registry.VIEWS[mode[5:]]
+    for label in ("cold", "warm"):
+        t = time.perf_counter()
+        store = store if label == "warm" else ProfileStore()
+        profile = store.open(path)
+        doc = view.build(registry.ViewRequest("bench", "host", {"host": profile}, {}))
+        json.dumps(doc)
+        out[f"{mode[5:]}_{label}_s"] = time.perf_counter() - t
+    out[f"{mode[5:]}_steps"] = len(doc.get("steps", []))
 elif mode == "cached":
     from tb_profile_plugin.xspace.store import ProfileStore
     t = time.perf_counter()
@@ -78,6 +96,27 @@ def _child(mode: str, path: Path, env: dict[str, str]) -> dict[str, object]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+_REFERENCE_CHILD = r"""
+import os, shutil, sys, tempfile, time
+from xprof.convert import raw_to_tool_data
+path, tool = sys.argv[1], sys.argv[2]
+with tempfile.TemporaryDirectory() as tmp:  # xprof writes cache files beside its input
+    session = os.path.join(tmp, "plugins", "profile", "s")
+    os.makedirs(session)
+    copy = os.path.join(session, os.path.basename(path))
+    shutil.copyfile(path, copy)
+    t = time.perf_counter()
+    raw_to_tool_data.xspace_to_tool_data([copy], tool, {"use_saved_result": False})
+    print(time.perf_counter() - t)
+"""
+
+
+def _reference(python: str, path: Path, tool: str) -> float:
+    result = subprocess.run([python, "-c", _REFERENCE_CHILD, str(path), tool], check=True,
+                            capture_output=True, text=True)
+    return float(result.stdout.strip().splitlines()[-1])
+
+
 def _find(path: Path) -> Path:
     if path.is_file():
         return path
@@ -91,6 +130,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, help="an .xplane.pb or a directory holding one")
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--reference-python", help="python of a scratch venv with xprof")
     args = parser.parse_args()
     path = _find(args.path)
     with tempfile.TemporaryDirectory() as cache_dir:
@@ -104,6 +144,11 @@ def main() -> int:
         report["peak_numpy_mb"] = numpy_run["peak_mb"]
         report.update(_child("cold", path, env))
         report.update(_child("cached", path, env))
+        off = dict(env, TB_PROFILE_CACHE_DIR="off")
+        for view in ("overview_page", "input_pipeline_analyzer"):
+            report.update(_child("view:" + view, path, off))
+            if args.reference_python:
+                report[f"reference_{view}_s"] = _reference(args.reference_python, path, view)
     report["peak_to_file_ratio"] = report["peak_mb"] / report["file_mb"]
     text = json.dumps(report, indent=2)
     print(text)
