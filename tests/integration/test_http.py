@@ -176,3 +176,36 @@ def test_32_concurrent_requests_for_one_cold_profile(server: Server) -> None:
         results = list(pool.map(lambda _: server.get(route), range(32)))
     assert [status for status, _, _ in results] == [200] * 32
     assert len({body for _, _, body in results}) == 1
+
+
+def test_analysis_views_over_http(server: Server) -> None:
+    run = _run_name("tfdata_slow")
+    host = next((DATA_DIR / FIXTURE_RUNS["tfdata_slow"]).glob("*/*.xplane.pb")).name[:-10]
+    status, tools = _json(server, "/run_tools?" + _query(run=run))
+    assert status == 200
+    assert tools == ["overview_page", "input_pipeline_analyzer", "profile_info"]
+    status, overview = _json(server, "/data?" + _query(run=run, tag="overview_page", host=host))
+    assert status == 200 and overview["tool"] == "overview_page"
+    assert len(overview["steps"]) == 6 and overview["bottleneck"]["input_bound"] == "highly"
+    status, pipeline = _json(
+        server, "/data?" + _query(run=run, tag="input_pipeline_analyzer", host=host))
+    assert status == 200 and pipeline["input_ops"][0]["op_name"] == "Iterator::Root::BatchV2::Map"
+    status, headers, body = server.get(
+        "/data_csv?" + _query(run=run, tag="overview_page", host=host, table="steps"))
+    assert status == 200 and headers["Content-Type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(body.decode())))
+    assert rows[0][:2] == ["step_num", "step_time_ms"] and len(rows) == 7
+    # the nine category columns of each row sum to its step time
+    for row in rows[1:]:
+        assert sum(float(x) for x in row[2:]) == pytest.approx(float(row[1]))
+
+
+def test_analysis_views_of_unreadable_and_empty_profiles(server: Server) -> None:
+    status, doc = _json(server, "/data?" + _query(
+        run="bad_truncated/2020_01_01_00_00_00", tag="overview_page", host="h"))
+    assert status == 422 and "truncated" in doc["error"]
+    status, tools = _json(server, "/run_tools?" + _query(run="no_events/2020_01_01_00_00_00"))
+    assert tools == ["profile_info"]
+    status, doc = _json(server, "/data?" + _query(
+        run="no_events/2020_01_01_00_00_00", tag="overview_page", host="quiet"))
+    assert status == 404 and "no data" in doc["error"]

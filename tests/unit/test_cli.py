@@ -32,3 +32,10 @@ def test_exit_codes(tmp_path: Path) -> None:
     assert result.returncode == 4 and "h.xplane.pb" in result.stderr
     assert _cli("view", str(bad), "no_such_view").returncode == 2
     assert _cli("bogus").returncode == 2
+
+
+def test_view_overview_of_a_fixture() -> None:
+    result = _cli("view", str(DATA_DIR / "tfdata_slow"), "overview_page")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["bottleneck"]["input_bound"] == "highly" and len(doc["steps"]) == 6
