@@ -1,0 +1,107 @@
+"""Nesting, grouping across threads, and step roots on small synthetic spaces."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.forest import build_forest
+from tb_profile_plugin.analysis.nesting import compute_nesting
+from tb_profile_plugin.xspace.decode import decode_xspace
+from tests.xspace_builder import XSpaceBuilder
+
+
+def _forest(builder: XSpaceBuilder):
+    table = build_event_table(decode_xspace(builder.serialize()))
+    return table, build_forest(table)
+
+
+def _name(table, i: int) -> str:
+    return table.names[table.name_id[i]]
+
+
+def test_nesting_depth_parent_with_ties_and_zero_length() -> None:
+    # A[0,10] B[0,4] (same start, shorter: child) C[4,6] (back-to-back with B: sibling)
+    # D[4,4] zero-length at C's start: inside C; E[10,12] starts as A ends: top level.
+    start = np.array([0, 0, 4, 4, 10], np.int64)
+    end = np.array([10, 4, 6, 4, 12], np.int64)
+    nesting = compute_nesting(start, end, np.array([0, 5]))
+    assert nesting.depth.tolist() == [0, 1, 1, 2, 0]
+    assert nesting.parent.tolist() == [-1, 0, 0, 2, -1]
+
+
+def test_nesting_is_per_line() -> None:
+    start = np.array([0, 1, 0], np.int64)
+    end = np.array([10, 2, 5], np.int64)
+    nesting = compute_nesting(start, end, np.array([0, 2, 3]))
+    assert nesting.parent.tolist() == [-1, 0, -1]
+
+
+def test_groups_follow_producer_consumer_and_regions() -> None:
+    b = XSpaceBuilder()
+    cpu = b.plane("/host:CPU")
+    py = cpu.line("python", line_id=1)
+    worker = cpu.line("tf_Compute", line_id=2)
+    for step in range(2):
+        t = step * 1000
+        py.event("train", t, 900, step_num=step + 7, _r=1)
+        py.event("FunctionRun", t + 10, 800, _r=1, _pt=1, _p=step + 1)
+        worker.event("ExecutorState::Process", t + 20, 300, _ct=1, _c=step + 1)
+        worker.event("op:MatMul", t + 30, 100)
+        worker.event("ThreadpoolListener::Record", t + 200, 1, _pt=15, _p=100 + step)
+        worker.event("ThreadpoolListener::StartRegion", t + 400, 0, _ct=15, _c=100 + step)
+        worker.event("region_work:AddV2", t + 410, 50)
+        worker.event("ThreadpoolListener::StopRegion", t + 470, 0)
+    worker.event("stray:Identity", 5000, 10)  # reached by no root
+    table, forest = _forest(b)
+    by_name = {}
+    for i in range(len(table)):
+        by_name.setdefault(_name(table, i), []).append(int(forest.group_id[i]))
+    assert forest.root_rule == "marker"
+    assert by_name["train"] == [0, 1]
+    assert by_name["FunctionRun"] == [0, 1]  # a root inside an earlier root joins its group
+    assert by_name["op:MatMul"] == [0, 1]
+    assert by_name["region_work:AddV2"] == [0, 1]
+    assert by_name["stray:Identity"] == [-1]
+    assert forest.step_num.tolist() == [7, 8]
+
+
+def test_keras_steps_without_markers() -> None:
+    b = XSpaceBuilder()
+    py = b.plane("/host:CPU").line("python", line_id=1)
+    for step in range(3):
+        t = step * 100
+        py.event("Profiled batch", t, 90, step_num=step + 3)
+        py.event("multi_step_on_iterator", t + 5, 80)
+        py.event("EagerLocalExecute: __inference_multi_step_on_iterator_12", t + 6, 70)
+        py.event("FunctionRun", t + 7, 60, _r=1)
+    table, forest = _forest(b)
+    assert forest.root_rule == "keras"
+    assert [_name(table, i) for i in forest.root_event] == ["multi_step_on_iterator"] * 3
+    assert forest.step_num.tolist() == [3, 4, 5]
+
+
+def test_tf_loop_iterations_are_roots() -> None:
+    b = XSpaceBuilder()
+    worker = b.plane("/host:CPU").line("tf_Compute", line_id=1)
+    for it in range(3):
+        worker.event("ExecutorState::Process", it * 100, 50, id=9, iter_num=it)
+        worker.event("body:MatMul", it * 100 + 10, 20)
+    table, forest = _forest(b)
+    assert forest.root_rule == "loop"
+    matmul = [int(forest.group_id[i]) for i in range(len(table))
+              if _name(table, i) == "body:MatMul"]
+    assert matmul == [0, 1, 2]
+    assert forest.step_num.tolist() == [0, 1, 2]
+
+
+def test_kernels_join_the_group_of_their_launch() -> None:
+    b = XSpaceBuilder()
+    py = b.plane("/host:CPU").line("python", line_id=1)
+    stream = b.gpu_plane(0).line("Stream #1", line_id=1)
+    py.event("train", 0, 100, step_num=1, _r=1)
+    py.event("cudaLaunchKernel", 10, 5, correlation_id=42)
+    stream.kernel("sgemm", 500, 50, correlation_id=42)  # runs after the step on the host
+    table, forest = _forest(b)
+    kernel = next(i for i in range(len(table)) if _name(table, i) == "sgemm")
+    assert forest.group_id[kernel] == 0
