@@ -2,7 +2,8 @@
 
 Host (xprof_reference.md §3.3 "Host op metrics db"): events whose name parses to an op
 (TensorFlow `name:Type`, JAX, tf.data `Iterator::...`, memcpy); user TraceMes and runtime
-internals are ignored. Self time = duration minus the durations of the op events directly
+internals are ignored. Events that carry a `tf_op` stat naming an op (allocator events inside
+the op) count as runs of that op, as the reference counts them (they take no time). Self time = duration minus the durations of the op events directly
 nested in it on the same line. Each line adds IDLE = (last op end - first op start) - the
 sum of self times on that line.
 
@@ -23,7 +24,7 @@ import numpy as np
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.forest import Forest
 from tb_profile_plugin.analysis.nesting import compute_nesting
-from tb_profile_plugin.analysis.op_names import OpCategory, parse_op
+from tb_profile_plugin.analysis.op_names import Op, OpCategory, is_tf_op_name, parse_op
 from tb_profile_plugin.analysis.step_db import EventType
 from tb_profile_plugin.xspace.schema import is_device_plane
 
@@ -155,26 +156,45 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
     is_op_name = np.array([op.is_op for op in parsed], bool)
     eager = _eager(table, forest)
 
-    # Host ops.
-    host_events = np.flatnonzero(~on_device & is_op_name[table.name_id])
+    # Host ops: events named like ops, plus events carrying a `tf_op` stat that names an op
+    # (allocations inside the op): the reference counts those as zero-time runs of the op.
+    tf_op_text = table.str_stat("tf_op")
+    host_by_name = ~on_device & is_op_name[table.name_id]
+    op_of_event: dict[int, Op] = {}
+    for event, text in tf_op_text.items():  # sparse: few events carry tf_op on the host
+        if not on_device[event] and not host_by_name[event]:
+            op = parse_op(text)
+            if not op.is_op and is_tf_op_name(text):  # `tf_op` often holds the name alone
+                op = Op(OpCategory.TENSORFLOW, text, "")
+            if op.is_op:
+                op_of_event[event] = op
+    extra = np.fromiter(op_of_event, np.int64, len(op_of_event))
+    host_events = np.union1d(np.flatnonzero(host_by_name), extra)  # line-major order
     self_time, idle = _self_times(table, host_events)
-    op_key = [op.name if op.category == OpCategory.TF_DATA else op.name for op in parsed]
-    keys = sorted({op_key[i] for i in np.unique(table.name_id[host_events]).tolist()})
-    index = {k: i for i, k in enumerate(keys)}
-    name_to_key = np.array([index.get(op_key[i], -1) for i in range(len(parsed))], np.int64)
-    types_by_key = [""] * len(keys)
-    categories_by_key = [""] * len(keys)
-    for i, op in enumerate(parsed):
-        if op_key[i] in index:
-            types_by_key[index[op_key[i]]] = op.type
-            categories_by_key[index[op_key[i]]] = _CATEGORY_NAMES.get(op.category, "")
-    host = _aggregate(keys, name_to_key[table.name_id[host_events]],
-                      table.duration_ps[host_events], self_time, eager[host_events],
-                      types_by_key, categories_by_key, int(idle) if len(host_events) else None)
+    index: dict[str, int] = {}
+    types_by_key: list[str] = []
+    categories_by_key: list[str] = []
+
+    def key_of(op: Op) -> int:
+        if op.name not in index:
+            index[op.name] = len(index)
+            types_by_key.append(op.type)
+            categories_by_key.append(_CATEGORY_NAMES.get(op.category, ""))
+        return index[op.name]
+
+    name_to_key = np.full(len(parsed), -1, np.int64)
+    for name_id in np.unique(table.name_id[host_events[host_by_name[host_events]]]).tolist():
+        name_to_key[name_id] = key_of(parsed[name_id])
+    event_key = name_to_key[table.name_id[host_events]]
+    if len(extra):
+        positions = np.searchsorted(host_events, extra)
+        event_key[positions] = [key_of(op_of_event[int(e)]) for e in extra]
+    host = _aggregate(list(index), event_key, table.duration_ps[host_events], self_time,
+                      eager[host_events], types_by_key, categories_by_key,
+                      int(idle) if len(host_events) else None)
 
     # Device ops: kernel name under its TensorFlow op.
     device_events = np.flatnonzero(on_device)
-    tf_op_text = table.str_stat("tf_op")
     dev_keys: dict[tuple[str, str], int] = {}
     dev_key_of_event = np.zeros(len(device_events), np.int64)
     tf_of_key: list[str] = []

@@ -63,6 +63,11 @@ def parse_op(event_name: str) -> Op:
     return Op(OpCategory.NONE, event_name, "")
 
 
+def is_tf_op_name(text: str) -> bool:
+    """Whether text is a TensorFlow op name (the part before `:Type`)."""
+    return bool(_TF_NAME.match(text))
+
+
 def iterator_short_name(iterator_name: str) -> str:
     """`Iterator::Prefetch::Map` -> `Map` (the last component)."""
     return iterator_name.rsplit("::", 1)[-1]
