@@ -3,8 +3,9 @@
 Host (xprof_reference.md §3.3 "Host op metrics db"): events whose name parses to an op
 (TensorFlow `name:Type`, JAX, tf.data `Iterator::...`, memcpy); user TraceMes and runtime
 internals are ignored. Events that carry a `tf_op` stat naming an op (allocator events inside
-the op) count as runs of that op, as the reference counts them (they take no time). Self time = duration minus the durations of the op events directly
-nested in it on the same line. Each line adds IDLE = (last op end - first op start) - the
+the op) count as runs of that op, as the reference counts them (they take no time).
+Self time = duration minus the durations of the op events directly nested in it on the same
+line. Each line adds IDLE = (last op end - first op start) - the
 sum of self times on that line.
 
 Device: each kernel or memcpy on a GPU plane is an op named after the TensorFlow op that
@@ -67,6 +68,20 @@ class OpMetrics:
     device_tf_ops: OpTable  # device ops summed per TensorFlow op (no IDLE)
     compute_16bit_ps: int
     compute_32bit_ps: int
+
+    @property
+    def device_tf_ops_with_idle(self) -> OpTable:
+        """device_tf_ops plus the device IDLE row."""
+        idle = self.device.idle_ps
+        t = self.device_tf_ops
+        if not self.device.name or self.device.name[-1] != IDLE:
+            return t
+        one = np.array([idle], np.int64)
+        zero = np.zeros(1, np.int64)
+        return OpTable(t.name + [IDLE], t.type + [IDLE], t.category + [IDLE],
+                       np.append(t.occurrences, zero), np.append(t.total_ps, one),
+                       np.append(t.self_ps, one), np.append(t.eager_self_ps, zero),
+                       np.append(t.min_ps, zero))
 
 
 _CATEGORY_NAMES = {

@@ -99,6 +99,7 @@ def _register_builtin_views() -> None:
         input_pipeline_analyzer,
         overview_page,
         profile_info,
+        tensorflow_stats,
     )
 
 

@@ -1,0 +1,81 @@
+"""tensorflow_stats view: every op on the device and on the host, with its time and share.
+
+One row per op: device rows (kernels summed per TensorFlow op) first, then host rows, each
+side sorted by self time (ties by name) and ranked from 1. Shares are of the side's total self
+time; with `include_idle=true` (the default) each side's IDLE row is a row like the others and
+counts in the shares, with `include_idle=false` it is left out of both. Nothing is cut: the
+document says how many rows there are and the page pages through them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tb_profile_plugin.analysis.op_metrics import OpTable
+from tb_profile_plugin.errors import BadRequest
+from tb_profile_plugin.tools.analysis_views import has_host_events, single_host
+from tb_profile_plugin.tools.document import Diagnostics, document
+from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+
+NAME = "tensorflow_stats"
+VERSION = 1
+_PS_PER_US = 1e6
+
+
+def _include_idle(params: dict[str, str] | Any) -> bool:
+    value = str(params.get("include_idle", "true")).lower()
+    if value not in ("true", "false", "1", "0"):
+        raise BadRequest(f"include_idle must be true or false, not {value!r}")
+    return value in ("true", "1")
+
+
+def side_rows(table: OpTable, side: str, include_idle: bool) -> list[dict[str, Any]]:
+    ops = table if include_idle else table.without_idle()
+    total = float(sum(int(x) for x in ops.self_ps))
+    order = sorted(range(len(ops)), key=lambda i: (-int(ops.self_ps[i]), ops.name[i]))
+    rows, cumulative = [], 0.0
+    for rank, i in enumerate(order, start=1):
+        occurrences = int(ops.occurrences[i])
+        share = float(ops.self_ps[i]) / total if total else 0.0
+        cumulative += share
+        rows.append({
+            "rank": rank, "host_or_device": side, "op_type": ops.type[i], "op_name": ops.name[i],
+            "occurrences": occurrences,
+            "total_time_us": float(ops.total_ps[i]) / _PS_PER_US,
+            "avg_time_us": float(ops.total_ps[i]) / _PS_PER_US / occurrences
+            if occurrences else 0.0,
+            "total_self_time_us": float(ops.self_ps[i]) / _PS_PER_US,
+            "avg_self_time_us": float(ops.self_ps[i]) / _PS_PER_US / occurrences
+            if occurrences else 0.0,
+            "self_time_fraction": share, "cumulative_self_time_fraction": cumulative,
+            "eager_fraction": float(ops.eager_self_ps[i]) / float(ops.self_ps[i])
+            if int(ops.self_ps[i]) else 0.0,
+        })
+    return rows
+
+
+def build(request: ViewRequest) -> dict[str, Any]:
+    diagnostics = Diagnostics()
+    _, analysis = single_host(request, diagnostics)
+    include_idle = _include_idle(request.params)
+    device = side_rows(analysis.ops.device_tf_ops_with_idle, "Device", include_idle) \
+        if analysis.has_device else []
+    host = side_rows(analysis.ops.host, "Host", include_idle)
+    if not analysis.has_device:
+        diagnostics.info.append("no device planes: only host ops are listed (CPU-only profile)")
+    return document(
+        NAME, VERSION, request.run, request.host, diagnostics,
+        include_idle=include_idle,
+        num_rows=len(device) + len(host), num_device_rows=len(device), num_host_rows=len(host),
+        rows=device + host,
+    )
+
+
+def rows_table(doc: dict[str, Any]) -> Table:
+    header = ["rank", "host_or_device", "op_type", "op_name", "occurrences", "total_time_us",
+              "avg_time_us", "total_self_time_us", "avg_self_time_us", "self_time_fraction",
+              "cumulative_self_time_fraction"]
+    return header, [[row[k] for k in header] for row in doc["rows"]]
+
+
+VIEW = register(View(NAME, VERSION, build, has_host_events, tables={"rows": rows_table}))
