@@ -73,6 +73,50 @@ class EventTable:
             self._stat_cache[key] = out
         return self._stat_cache[key]
 
+    def str_stat_codes(self, stat_name: str) -> tuple[np.ndarray, list[str]]:
+        """A str/ref stat as categorical codes: (code per event, -1 where absent; the texts).
+
+        Vectorised: each line's values are padded into a fixed-width byte matrix and
+        deduplicated with numpy, so millions of kernels cost no Python loop per event.
+        """
+        codes = np.full(len(self), -1, np.int64)
+        texts: list[str] = []
+        index: dict[str, int] = {}
+        for k, (plane, line) in enumerate(self.lines):
+            stat_id = plane.stat_metadata.id_of(stat_name)
+            if stat_id is None:
+                continue
+            stats = line.stats
+            sel = stats.rows_with(stat_id)
+            if len(sel) == 0:
+                continue
+            rows = self.line_bounds[k] + stats.row[sel]
+            kind = stats.kind[sel]
+            is_ref = kind == StatKind.REF
+            if is_ref.any():
+                ref_ids = stats.value[sel][is_ref]
+                uniq, inverse = np.unique(ref_ids, return_inverse=True)
+                local = np.array([index.setdefault(
+                    plane.stat_metadata.name_of(int(r)) or "", len(index)) for r in uniq])
+                codes[rows[is_ref]] = local[inverse.ravel()]
+            is_str = kind == StatKind.STR
+            if is_str.any():
+                offsets = stats.value[sel][is_str]
+                lengths = stats.length[sel][is_str].astype(np.int64)
+                width = max(int(lengths.max()), 1)
+                matrix = np.zeros((len(offsets), width), np.uint8)
+                cols = np.arange(width)
+                mask = cols[None, :] < lengths[:, None]
+                source = np.where(mask, offsets[:, None] + cols[None, :], 0)
+                matrix[mask] = stats.strings[source[mask]]
+                fixed = matrix.view(f"S{width}").ravel()
+                uniq, inverse = np.unique(fixed, return_inverse=True)
+                local = np.array([index.setdefault(u.decode("utf-8", "replace"), len(index))
+                                  for u in uniq.tolist()])
+                codes[rows[is_str]] = local[inverse.ravel()]
+        texts = list(index)
+        return codes, texts
+
     def str_stat(self, stat_name: str) -> dict[int, str]:
         """Sparse {event index: text} of a str or ref stat (few events carry these)."""
         out: dict[int, str] = {}

@@ -97,6 +97,7 @@ def views_for(facts: RunFacts) -> list[str]:
 def _register_builtin_views() -> None:
     from tb_profile_plugin.tools import (  # noqa: F401  (each registers itself)
         input_pipeline_analyzer,
+        kernel_stats,
         overview_page,
         profile_info,
         tensorflow_stats,

@@ -1,0 +1,100 @@
+"""Kernel stats on a synthetic GPU profile: grouping, launch shape, Tensor Cores, timing."""
+
+from __future__ import annotations
+
+import pytest
+
+from tb_profile_plugin.analysis.kernel_stats import (
+    op_tensor_core_eligible,
+    parse_kernel_details,
+    uses_tensor_core,
+)
+from tb_profile_plugin.tools import registry
+from tb_profile_plugin.xspace.decode import decode_xspace
+from tests.xspace_builder import XSpaceBuilder, kernel_details
+
+
+def _doc(builder: XSpaceBuilder) -> dict:
+    profile = decode_xspace(builder.serialize())
+    return registry.VIEWS["kernel_stats"].build(registry.ViewRequest("r", "h", {"h": profile}, {}))
+
+
+def test_parse_details_and_patterns() -> None:
+    d = parse_kernel_details(
+        "regs:64 static_shared:1024 dynamic_shared:512 grid:8,4 block:256,1,1 occ_pct:37.5"
+    )
+    assert (d.registers_per_thread, d.static_shared_bytes, d.dynamic_shared_bytes) == (
+        64,
+        1024,
+        512,
+    )
+    assert d.grid == (8, 4, 1) and d.block == (256, 1, 1) and d.occupancy_percent == 37.5
+    assert uses_tensor_core("volta_h884gemm_64x64_ldg8_nn")
+    assert not uses_tensor_core("volta_sgemm_128x64_nn")
+    assert op_tensor_core_eligible("dense/MatMul:MatMul")
+    assert op_tensor_core_eligible("conv/Conv2D:Conv2D")
+    assert not op_tensor_core_eligible("relu/Relu:Relu")
+
+
+def test_rows_grouped_per_kernel_and_op_sorted_by_total() -> None:
+    b = XSpaceBuilder()
+    s = b.gpu_plane(0).line("Stream #1", line_id=1)
+    big = kernel_details(
+        registers_per_thread=64,
+        static_shared_bytes=1024,
+        dynamic_shared_bytes=512,
+        grid=(8, 4, 1),
+        block=(256, 1, 1),
+        occupancy_percent=37.5,
+    )
+    s.kernel("volta_h884gemm", 0, 10_000_000, 1, details=big, tf_op="dense/MatMul:MatMul")
+    s.kernel("volta_h884gemm", 20_000_000, 30_000_000, 2, details=big, tf_op="dense/MatMul:MatMul")
+    s.kernel("volta_h884gemm", 60_000_000, 5_000_000, 3, details=big, tf_op="d2/MatMul:MatMul")
+    s.kernel("relu_kernel", 70_000_000, 1_000_000, 4, tf_op="relu/Relu:Relu")
+    s.memcpy("HtoD", 80_000_000, 2_000_000, 5, num_bytes=8)  # no kernel_details: not a row
+    doc = _doc(b)
+    assert doc["num_rows"] == 3
+    first = doc["rows"][0]
+    assert first == pytest.approx(
+        {
+            "rank": 1,
+            "kernel_name": "volta_h884gemm",
+            "registers_per_thread": 64,
+            "shared_memory_bytes": 1536,
+            "static_shared_memory_bytes": 1024,
+            "dynamic_shared_memory_bytes": 512,
+            "block_dim": [256, 1, 1],
+            "grid_dim": [8, 4, 1],
+            "occupancy_percent": 37.5,
+            "op_tensor_core_eligible": True,
+            "uses_tensor_core": True,
+            "op_name": "dense/MatMul:MatMul",
+            "occurrences": 2,
+            "total_duration_us": 40.0,
+            "avg_duration_us": 20.0,
+            "min_duration_us": 10.0,
+            "max_duration_us": 30.0,
+        }
+    )
+    assert [r["op_name"] for r in doc["rows"]] == [
+        "dense/MatMul:MatMul",
+        "d2/MatMul:MatMul",
+        "relu/Relu:Relu",
+    ]
+    relu = doc["rows"][2]
+    assert relu["uses_tensor_core"] is False and relu["op_tensor_core_eligible"] is False
+
+
+def test_gpu_without_kernels_says_why() -> None:
+    b = XSpaceBuilder()
+    b.plane("/host:CPU").line("python").event("train", 0, 10, _r=1)
+    b.gpu_plane(0).line("Stream #1")
+    doc = _doc(b)
+    assert doc["rows"] == [] and "CUPTI" in doc["diagnostics"]["warnings"][0]
+
+
+def test_cpu_only_profile_offers_no_kernel_stats() -> None:
+    b = XSpaceBuilder()
+    b.plane("/host:CPU").line("python").event("train", 0, 10, _r=1)
+    facts = registry.RunFacts.of({"h": decode_xspace(b.serialize())})
+    assert "kernel_stats" not in registry.views_for(facts)
