@@ -6,10 +6,16 @@ with `kernel_details` says why in its diagnostics (the CUPTI tracer did not reco
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tb_profile_plugin.analysis.events import build_event_table
-from tb_profile_plugin.analysis.kernel_stats import build_kernel_stats
+from tb_profile_plugin.analysis.kernel_stats import (
+    KernelDetails,
+    KernelRow,
+    KernelStats,
+    build_kernel_stats,
+)
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
 
@@ -20,42 +26,96 @@ _PS_PER_US = 1e6
 
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
-    _, profile = next(iter(request.profiles.items()))
-    stats = build_kernel_stats(build_event_table(profile))
+    stats = merge([build_kernel_stats(build_event_table(p)) for p in request.profiles.values()])
+    if len(request.profiles) > 1:
+        diagnostics.info.append(f"rows are summed over {len(request.profiles)} hosts")
     if not stats.rows:
         diagnostics.warnings.append(
             f"the profile has {stats.num_gpu_planes} GPU plane(s) but no kernel with launch "
             "details: the CUPTI tracer did not record kernels (device_tracer_level was 0, "
             "CUPTI was unavailable or lacked permission, or nothing ran on the GPU while "
-            "capturing)")
+            "capturing)"
+        )
     rows = []
     for rank, r in enumerate(stats.rows, start=1):
         d = r.details
-        rows.append({
-            "rank": rank, "kernel_name": r.kernel_name,
-            "registers_per_thread": d.registers_per_thread,
-            "shared_memory_bytes": d.static_shared_bytes + d.dynamic_shared_bytes,
-            "static_shared_memory_bytes": d.static_shared_bytes,
-            "dynamic_shared_memory_bytes": d.dynamic_shared_bytes,
-            "block_dim": list(d.block), "grid_dim": list(d.grid),
-            "occupancy_percent": d.occupancy_percent,
-            "op_tensor_core_eligible": r.op_tensor_core_eligible,
-            "uses_tensor_core": r.uses_tensor_core,
-            "op_name": r.op_name, "occurrences": r.occurrences,
-            "total_duration_us": r.total_ps / _PS_PER_US,
-            "avg_duration_us": r.total_ps / _PS_PER_US / r.occurrences,
-            "min_duration_us": r.min_ps / _PS_PER_US,
-            "max_duration_us": r.max_ps / _PS_PER_US,
-        })
-    return document(NAME, VERSION, request.run, request.host, diagnostics,
-                    num_rows=len(rows), rows=rows)
+        rows.append(
+            {
+                "rank": rank,
+                "kernel_name": r.kernel_name,
+                "registers_per_thread": d.registers_per_thread,
+                "shared_memory_bytes": d.static_shared_bytes + d.dynamic_shared_bytes,
+                "static_shared_memory_bytes": d.static_shared_bytes,
+                "dynamic_shared_memory_bytes": d.dynamic_shared_bytes,
+                "block_dim": list(d.block),
+                "grid_dim": list(d.grid),
+                "occupancy_percent": d.occupancy_percent,
+                "op_tensor_core_eligible": r.op_tensor_core_eligible,
+                "uses_tensor_core": r.uses_tensor_core,
+                "op_name": r.op_name,
+                "occurrences": r.occurrences,
+                "total_duration_us": r.total_ps / _PS_PER_US,
+                "avg_duration_us": r.total_ps / _PS_PER_US / r.occurrences,
+                "min_duration_us": r.min_ps / _PS_PER_US,
+                "max_duration_us": r.max_ps / _PS_PER_US,
+            }
+        )
+    return document(
+        NAME,
+        VERSION,
+        request.run,
+        request.host,
+        diagnostics,
+        host_count=len(request.profiles),
+        num_rows=len(rows),
+        rows=rows,
+    )
+
+
+def merge(all_stats: list[KernelStats]) -> KernelStats:
+    """Kernel stats of several hosts: rows with the same kernel, details and op summed."""
+    if len(all_stats) == 1:
+        return all_stats[0]
+    merged: dict[tuple[str, KernelDetails, str], KernelRow] = {}
+    for stats in all_stats:
+        for r in stats.rows:
+            key = (r.kernel_name, r.details, r.op_name)
+            old = merged.get(key)
+            merged[key] = (
+                r
+                if old is None
+                else replace(
+                    old,
+                    occurrences=old.occurrences + r.occurrences,
+                    total_ps=old.total_ps + r.total_ps,
+                    min_ps=min(old.min_ps, r.min_ps),
+                    max_ps=max(old.max_ps, r.max_ps),
+                )
+            )
+    rows = sorted(merged.values(), key=lambda r: (-r.total_ps, r.kernel_name, r.op_name))
+    return KernelStats(
+        rows, sum(s.num_gpu_planes for s in all_stats), sum(s.num_gpu_events for s in all_stats)
+    )
 
 
 def rows_table(doc: dict[str, Any]) -> Table:
-    header = ["rank", "kernel_name", "registers_per_thread", "shared_memory_bytes", "block_dim",
-              "grid_dim", "occupancy_percent", "op_tensor_core_eligible", "uses_tensor_core",
-              "op_name", "occurrences", "total_duration_us", "avg_duration_us",
-              "min_duration_us", "max_duration_us"]
+    header = [
+        "rank",
+        "kernel_name",
+        "registers_per_thread",
+        "shared_memory_bytes",
+        "block_dim",
+        "grid_dim",
+        "occupancy_percent",
+        "op_tensor_core_eligible",
+        "uses_tensor_core",
+        "op_name",
+        "occurrences",
+        "total_duration_us",
+        "avg_duration_us",
+        "min_duration_us",
+        "max_duration_us",
+    ]
     out = []
     for row in doc["rows"]:
         out.append([",".join(map(str, row[k])) if k.endswith("_dim") else row[k] for k in header])
@@ -66,4 +126,6 @@ def _has_gpu(facts: RunFacts) -> bool:
     return facts.has_gpu_planes
 
 
-VIEW = register(View(NAME, VERSION, build, _has_gpu, tables={"rows": rows_table}))
+VIEW = register(
+    View(NAME, VERSION, build, _has_gpu, combines_hosts=True, tables={"rows": rows_table})
+)

@@ -4,16 +4,23 @@ One row per op: device rows (kernels summed per TensorFlow op) first, then host 
 side sorted by self time (ties by name) and ranked from 1. Shares are of the side's total self
 time; with `include_idle=true` (the default) each side's IDLE row is a row like the others and
 counts in the shares, with `include_idle=false` it is left out of both. Nothing is cut: the
-document says how many rows there are and the page pages through them.
+document says how many rows there are and the page pages through them. On GPU profiles each
+device row has `gpu_tensor_core_utilization`: the share of the op's kernel time spent in
+Tensor Core kernels. For ALL_HOSTS the rows of every host are summed per op.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tb_profile_plugin.analysis.op_metrics import OpTable
+import numpy as np
+
+from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.host_analysis import analyze
+from tb_profile_plugin.analysis.kernel_stats import KernelStats, build_kernel_stats
+from tb_profile_plugin.analysis.op_metrics import IDLE, OpTable
 from tb_profile_plugin.errors import BadRequest
-from tb_profile_plugin.tools.analysis_views import has_host_events, single_host
+from tb_profile_plugin.tools.analysis_views import has_host_events
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
 
@@ -29,7 +36,43 @@ def _include_idle(params: dict[str, str] | Any) -> bool:
     return value in ("true", "1")
 
 
-def side_rows(table: OpTable, side: str, include_idle: bool) -> list[dict[str, Any]]:
+def merge_tables(tables: list[OpTable]) -> OpTable:
+    """Op tables of several hosts summed per op name (IDLE rows too)."""
+    if len(tables) == 1:
+        return tables[0]
+    index: dict[str, int] = {}
+    kinds: dict[str, tuple[str, str]] = {}
+    for table in tables:
+        for i, name in enumerate(table.name):
+            index.setdefault(name, len(index))
+            kinds.setdefault(name, (table.type[i], table.category[i]))
+    names = sorted(index, key=lambda n: (n == IDLE, n))
+    position = {n: i for i, n in enumerate(names)}
+    columns = {
+        c: np.zeros(len(names), np.int64)
+        for c in ("occurrences", "total_ps", "self_ps", "eager_self_ps")
+    }
+    smallest = np.full(len(names), np.iinfo(np.int64).max, np.int64)
+    for table in tables:
+        at = np.array([position[n] for n in table.name], np.int64)
+        for c, values in columns.items():
+            np.add.at(values, at, getattr(table, c))
+        np.minimum.at(smallest, at, table.min_ps)
+    return OpTable(
+        names,
+        [kinds[n][0] for n in names],
+        [kinds[n][1] for n in names],
+        columns["occurrences"],
+        columns["total_ps"],
+        columns["self_ps"],
+        columns["eager_self_ps"],
+        smallest,
+    )
+
+
+def side_rows(
+    table: OpTable, side: str, include_idle: bool, tensor_core: dict[str, float] | None = None
+) -> list[dict[str, Any]]:
     ops = table if include_idle else table.without_idle()
     total = float(sum(int(x) for x in ops.self_ps))
     order = sorted(range(len(ops)), key=lambda i: (-int(ops.self_ps[i]), ops.name[i]))
@@ -38,44 +81,100 @@ def side_rows(table: OpTable, side: str, include_idle: bool) -> list[dict[str, A
         occurrences = int(ops.occurrences[i])
         share = float(ops.self_ps[i]) / total if total else 0.0
         cumulative += share
-        rows.append({
-            "rank": rank, "host_or_device": side, "op_type": ops.type[i], "op_name": ops.name[i],
+        row = {
+            "rank": rank,
+            "host_or_device": side,
+            "op_type": ops.type[i],
+            "op_name": ops.name[i],
             "occurrences": occurrences,
             "total_time_us": float(ops.total_ps[i]) / _PS_PER_US,
             "avg_time_us": float(ops.total_ps[i]) / _PS_PER_US / occurrences
-            if occurrences else 0.0,
+            if occurrences
+            else 0.0,
             "total_self_time_us": float(ops.self_ps[i]) / _PS_PER_US,
             "avg_self_time_us": float(ops.self_ps[i]) / _PS_PER_US / occurrences
-            if occurrences else 0.0,
-            "self_time_fraction": share, "cumulative_self_time_fraction": cumulative,
+            if occurrences
+            else 0.0,
+            "self_time_fraction": share,
+            "cumulative_self_time_fraction": cumulative,
             "eager_fraction": float(ops.eager_self_ps[i]) / float(ops.self_ps[i])
-            if int(ops.self_ps[i]) else 0.0,
-        })
+            if int(ops.self_ps[i])
+            else 0.0,
+        }
+        if tensor_core is not None:
+            row["gpu_tensor_core_utilization"] = tensor_core.get(ops.name[i], 0.0)
+        rows.append(row)
     return rows
+
+
+def tensor_core_share(stats: list[KernelStats]) -> dict[str, float]:
+    """Per TensorFlow op name: the fraction of its kernel time in Tensor Core kernels."""
+    used: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for s in stats:
+        for r in s.rows:
+            name = r.op_name.partition(":")[0]
+            total[name] = total.get(name, 0) + r.total_ps
+            if r.uses_tensor_core:
+                used[name] = used.get(name, 0) + r.total_ps
+    return {n: used.get(n, 0) / t for n, t in total.items() if t}
 
 
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
-    _, analysis = single_host(request, diagnostics)
     include_idle = _include_idle(request.params)
-    device = side_rows(analysis.ops.device_tf_ops_with_idle, "Device", include_idle) \
-        if analysis.has_device else []
-    host = side_rows(analysis.ops.host, "Host", include_idle)
-    if not analysis.has_device:
+    analyses = []
+    for host, profile in request.profiles.items():
+        for error in dict.fromkeys(profile.errors):
+            diagnostics.errors.append(f"{host}: the profiler recorded an error: {error}")
+        analyses.append(analyze(profile))
+    has_device = any(a.has_device for a in analyses)
+    device: list[dict[str, Any]] = []
+    if has_device:
+        kernels = [build_kernel_stats(build_event_table(p)) for p in request.profiles.values()]
+        device = side_rows(
+            merge_tables([a.ops.device_tf_ops_with_idle for a in analyses if a.has_device]),
+            "Device",
+            include_idle,
+            tensor_core_share(kernels),
+        )
+    host_rows = side_rows(merge_tables([a.ops.host for a in analyses]), "Host", include_idle)
+    if not has_device:
         diagnostics.info.append("no device planes: only host ops are listed (CPU-only profile)")
+    if len(request.profiles) > 1:
+        diagnostics.info.append(f"rows are summed over {len(request.profiles)} hosts")
     return document(
-        NAME, VERSION, request.run, request.host, diagnostics,
+        NAME,
+        VERSION,
+        request.run,
+        request.host,
+        diagnostics,
         include_idle=include_idle,
-        num_rows=len(device) + len(host), num_device_rows=len(device), num_host_rows=len(host),
-        rows=device + host,
+        host_count=len(request.profiles),
+        num_rows=len(device) + len(host_rows),
+        num_device_rows=len(device),
+        num_host_rows=len(host_rows),
+        rows=device + host_rows,
     )
 
 
 def rows_table(doc: dict[str, Any]) -> Table:
-    header = ["rank", "host_or_device", "op_type", "op_name", "occurrences", "total_time_us",
-              "avg_time_us", "total_self_time_us", "avg_self_time_us", "self_time_fraction",
-              "cumulative_self_time_fraction"]
+    header = [
+        "rank",
+        "host_or_device",
+        "op_type",
+        "op_name",
+        "occurrences",
+        "total_time_us",
+        "avg_time_us",
+        "total_self_time_us",
+        "avg_self_time_us",
+        "self_time_fraction",
+        "cumulative_self_time_fraction",
+    ]
     return header, [[row[k] for k in header] for row in doc["rows"]]
 
 
-VIEW = register(View(NAME, VERSION, build, has_host_events, tables={"rows": rows_table}))
+VIEW = register(
+    View(NAME, VERSION, build, has_host_events, combines_hosts=True, tables={"rows": rows_table})
+)

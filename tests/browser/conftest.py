@@ -38,6 +38,7 @@ from tests.browser.support import (
     STARTUP_TIMEOUT_S,
     PageRecord,
 )
+from tests.browser.synthetic import write_logdir as write_synthetic_logdir
 
 
 def _free_port() -> int:
@@ -153,6 +154,18 @@ def empty_tensorboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     _require_plugin()
     logdir = tmp_path_factory.mktemp("empty_logdir")
     with running_tensorboard(logdir, tmp_path_factory.mktemp("tensorboard_empty")) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def synthetic_tensorboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real TensorBoard on the synthetic profiles (tests/browser/synthetic.py)."""
+    if os.environ.get("TB_PROFILE_TEST_SERVER"):
+        pytest.skip("TB_PROFILE_TEST_SERVER is set: no TensorBoard is started")
+    _require_plugin()
+    logdir = tmp_path_factory.mktemp("synthetic_logdir")
+    write_synthetic_logdir(logdir)
+    with running_tensorboard(logdir, tmp_path_factory.mktemp("tensorboard_synthetic")) as base:
         yield base
 
 

@@ -7,46 +7,27 @@ fixture scenario (`two_hosts/...`), so the tests do not depend on session timest
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import urllib.parse
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import FrameLocator, Locator, Page, expect
+from playwright.sync_api import Page, expect
 
+from tests.browser.pages import (
+    LOAD_TIMEOUT_MS,
+    PROFILE_IFRAME,
+    Root,
+    expect_view,
+    loaded_runs,
+    option_values,
+    run_of,
+    standalone,
+)
 from tests.browser.support import DATA_DIR, FIXTURES, MULTI_HOST_FIXTURE, PageRecord
 
 pytestmark = pytest.mark.browser
 
 ALL_HOSTS = "ALL_HOSTS"
-# First loads decode and analyse a real profile on a 2-core machine: be patient.
-LOAD_TIMEOUT_MS = 60_000
-PROFILE_IFRAME = 'iframe[src*="plugin_entry.html?name=profile"]'
-
-Root = Page | FrameLocator
-
-
-def standalone(base: str, hash_: str = "") -> str:
-    return f"{base}/data/plugin/profile/index.html{hash_}"
-
-
-def option_values(select: Locator) -> list[str]:
-    return select.locator("option").evaluate_all("options => options.map(o => o.value)")
-
-
-def loaded_runs(root: Root) -> list[str]:
-    """The run selector's runs, once it has loaded them."""
-    select = root.get_by_test_id("run-select")
-    expect(select).to_be_enabled(timeout=LOAD_TIMEOUT_MS)
-    return [value for value in option_values(select) if value]
-
-
-def run_of(runs: list[str], scenario: str) -> str:
-    matches = [run for run in runs if run.split("/")[0] == scenario]
-    assert matches, f"no run of fixture {scenario!r} among {runs}"
-    return matches[0]
 
 
 def hosts_on_disk(run: str) -> set[str]:
@@ -56,21 +37,6 @@ def hosts_on_disk(run: str) -> set[str]:
     hosts = {path.name.removesuffix(".xplane.pb") for path in session_dir.glob("*.xplane.pb")}
     assert hosts, f"no .xplane.pb under {session_dir}"
     return hosts
-
-
-def expect_view(
-    root: Root, view: str | None = None, run: str | None = None, host: str | None = None
-) -> Locator:
-    """Waits for the document of `view`, `run` and `host` (None: any); fails on an error."""
-    wanted = {"data-tool": view, "data-run": run, "data-host": host}
-    selector = "[data-testid=view-document]" + "".join(
-        f"[{name}={json.dumps(value)}]" for name, value in wanted.items() if value is not None
-    )
-    document = root.locator(selector)
-    error = root.get_by_test_id("error-message")
-    expect(document.or_(error)).to_be_visible(timeout=LOAD_TIMEOUT_MS)
-    assert not error.is_visible(), f"error instead of a view: {error.text_content()}"
-    return document
 
 
 def check_runs_and_hosts(root: Root) -> None:
@@ -99,10 +65,6 @@ def test_profile_tab_inside_tensorboard(page: Page, tensorboard_url: str) -> Non
     expect(tab).to_be_visible(timeout=LOAD_TIMEOUT_MS)
     frame = page.frame_locator(PROFILE_IFRAME)
     check_runs_and_hosts(frame)
-    screenshot = os.environ.get("TB_PROFILE_SCREENSHOT")
-    if screenshot:  # TB_PROFILE_SCREENSHOT=docs/screenshot.png refreshes the README's picture
-        Path(screenshot).parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=screenshot)
 
 
 def test_standalone_page(page: Page, tensorboard_url: str) -> None:

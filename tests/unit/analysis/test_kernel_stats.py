@@ -98,3 +98,21 @@ def test_cpu_only_profile_offers_no_kernel_stats() -> None:
     b.plane("/host:CPU").line("python").event("train", 0, 10, _r=1)
     facts = registry.RunFacts.of({"h": decode_xspace(b.serialize())})
     assert "kernel_stats" not in registry.views_for(facts)
+
+
+def test_tensorflow_stats_on_gpu_has_tensor_core_share_and_all_hosts_sum() -> None:
+    from tests.unit.analysis.test_gpu_step_breakdown import gpu_profile
+
+    profile = decode_xspace(gpu_profile())
+    one = registry.VIEWS["tensorflow_stats"].build(
+        registry.ViewRequest("r", "h", {"h": profile}, {"include_idle": "false"}))
+    device = {r["op_name"]: r for r in one["rows"] if r["host_or_device"] == "Device"}
+    assert device["dense/MatMul"]["total_self_time_us"] == pytest.approx(20.0)
+    assert device["dense/MatMul"]["gpu_tensor_core_utilization"] == 1.0  # s884: Tensor Cores
+    assert device["dense_1/MatMul"]["gpu_tensor_core_utilization"] == 0.0  # sgemm
+    both = registry.VIEWS["tensorflow_stats"].build(registry.ViewRequest(
+        "r", "ALL_HOSTS", {"a": profile, "b": decode_xspace(gpu_profile())}, {}))
+    summed = {r["op_name"]: r for r in both["rows"] if r["host_or_device"] == "Device"}
+    assert summed["dense/MatMul"]["total_self_time_us"] == pytest.approx(40.0)
+    assert summed["dense/MatMul"]["occurrences"] == 2 * device["dense/MatMul"]["occurrences"]
+    assert both["host_count"] == 2
