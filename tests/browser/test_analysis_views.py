@@ -90,6 +90,12 @@ def row_names(root: Root, testid: str) -> list[str]:
     return names
 
 
+def expect_op_order(root: Root, names: list[str]) -> None:
+    """The input-op table shows exactly `names`, in this order (retried until it does)."""
+    expect(root.get_by_test_id("input-op-row-op_name")).to_have_text(names)
+    assert row_names(root, "input-op-row") == names
+
+
 def assert_clean(record: PageRecord) -> None:
     assert record.page_errors == []
     assert record.console_errors == []
@@ -315,8 +321,7 @@ def test_input_op_table_sorts_and_filters(
     box.fill("MAP")
     wanted = [name for name in names if "map" in name.lower()]
     assert 0 < len(wanted) < len(names)
-    expect(rows).to_have_count(len(wanted))
-    assert row_names(page, "input-op-row") == wanted
+    expect_op_order(page, wanted)
     expect(page.get_by_test_id("input-ops-table-shown")).to_have_text(
         f"{len(wanted)} of {len(names)}"
     )
@@ -330,27 +335,26 @@ def test_input_op_table_sorts_and_filters(
     by_name = page.get_by_test_id("input-ops-table-sort-op_name")
     by_name.click()
     expect(page.locator("th", has=by_name)).to_have_attribute("aria-sort", "ascending")
-    assert row_names(page, "input-op-row") == sorted(names, key=str.lower)
+    expect_op_order(page, sorted(names, key=str.lower))
     by_name.click()
     expect(page.locator("th", has=by_name)).to_have_attribute("aria-sort", "descending")
-    assert row_names(page, "input-op-row") == sorted(names, key=str.lower, reverse=True)
+    expect_op_order(page, sorted(names, key=str.lower, reverse=True))
 
     # Numbers sort largest first, then smallest first; ties keep the server's order.
     by_self = page.get_by_test_id("input-ops-table-sort-self_time_ms")
     by_self.click()
     expect(page.locator("th", has=by_name)).to_have_attribute("aria-sort", "none")
     largest = sorted(ops, key=lambda op: -op["self_time_ms"])
-    assert row_names(page, "input-op-row") == [op["op_name"] for op in largest]
+    expect_op_order(page, [op["op_name"] for op in largest])
     by_self.click()
     smallest = sorted(ops, key=lambda op: op["self_time_ms"])
-    assert row_names(page, "input-op-row") == [op["op_name"] for op in smallest]
+    expect_op_order(page, [op["op_name"] for op in smallest])
     shown = [float(t) for t in page.get_by_test_id("input-op-row-self_time_ms").all_text_contents()]
     assert shown == sorted(shown)
 
     # Sorting and filtering together.
     box.fill("batchv2")
-    wanted = [op["op_name"] for op in smallest if "batchv2" in op["op_name"].lower()]
-    assert row_names(page, "input-op-row") == wanted
+    expect_op_order(page, [op["op_name"] for op in smallest if "batchv2" in op["op_name"].lower()])
     assert_clean(record)
 
 

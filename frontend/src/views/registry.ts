@@ -7,6 +7,8 @@
  * display exists.
  */
 import { GenericView } from "./generic";
+import { InputPipelineAnalyzer } from "./input_pipeline_analyzer";
+import { OverviewPage } from "./overview_page";
 import type { ViewRenderer } from "./types";
 
 /** The API's view names, in the order the API lists them. */
@@ -35,7 +37,10 @@ const LABELS: Readonly<Record<ViewName, string>> = {
 };
 
 /** Dedicated renderers; views missing here fall back to GenericView. */
-const RENDERERS: Partial<Record<ViewName, ViewRenderer>> = {};
+const RENDERERS: Partial<Record<ViewName, ViewRenderer>> = {
+  overview_page: OverviewPage,
+  input_pipeline_analyzer: InputPipelineAnalyzer,
+};
 
 function isViewName(name: string): name is ViewName {
   return (VIEW_NAMES as readonly string[]).includes(name);

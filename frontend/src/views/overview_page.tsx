@@ -1,0 +1,385 @@
+/**
+ * overview_page: how long a step takes, where the time goes, and what to do about it.
+ *
+ * From the top: the verdict (input-bound or not, coloured by level), figure cards (average
+ * step time ± stddev, input share, device compute precision when the profile has a device,
+ * the run environment), the stacked step-time chart, the category averages, the top ops
+ * (device ops, or host ops when there is no device), the recommendations and the
+ * diagnostics. Diagnostics with errors or warnings come first, since they explain what is
+ * missing; otherwise last. A profile without steps shows a notice instead of the chart.
+ *
+ * Hooks: overview-verdict (data-level), overview-avg-step-ms, overview-step-stddev-ms,
+ * overview-min-step-ms, overview-max-step-ms, overview-step-count, overview-input-percent,
+ * overview-all-others-percent, overview-precision-16bit, overview-precision-32bit,
+ * overview-host-count, overview-device-type, overview-device-cores, step-chart (data-steps),
+ * category-row (data-category) with category-{avg,stddev,percent}-<key>, top-ops
+ * (data-kind) with top-op-row (data-op-name), recommendation, steps-csv.
+ */
+import { useMemo } from "preact/hooks";
+import { DataTable, type Column } from "../components/data_table";
+import { DiagnosticsPanel } from "./diagnostics";
+import {
+  formatCount,
+  formatFraction,
+  formatMs,
+  formatPercent,
+  list,
+  num,
+  record,
+  str,
+} from "./format";
+import { StepChart } from "./step_chart";
+import {
+  bottleneckOf,
+  CATEGORY_COLORS,
+  CATEGORY_KEYS,
+  CATEGORY_LABELS,
+  type CategoryKey,
+  statsOf,
+  stepsOf,
+} from "./step_time";
+import { diagnosticsOf, type ViewProps } from "./types";
+import { Card, CsvLink, Figure, NoSteps, Section, Verdict } from "./widgets";
+
+interface TopOp {
+  readonly name: string;
+  readonly type: string;
+  readonly category: string;
+  readonly occurrences: number | null;
+  readonly self_time_ms: number | null;
+  readonly self_time_fraction: number | null;
+  readonly cumulative_time_fraction: number | null;
+}
+
+function topOpsOf(value: unknown): readonly TopOp[] {
+  return list(value).map((item) => {
+    const op = record(item);
+    return {
+      name: str(op["name"]),
+      type: str(op["type"]),
+      category: str(op["category"]),
+      occurrences: num(op["occurrences"]),
+      self_time_ms: num(op["self_time_ms"]),
+      self_time_fraction: num(op["self_time_fraction"]),
+      cumulative_time_fraction: num(op["cumulative_time_fraction"]),
+    };
+  });
+}
+
+const TOP_OP_COLUMNS: readonly Column<TopOp & { rank: number }>[] = [
+  { key: "rank", label: "#", value: (op) => op.rank, numeric: true, width: "2.5em" },
+  { key: "name", label: "Op name", value: (op) => op.name, ellipsis: true },
+  { key: "type", label: "Type", value: (op) => op.type, ellipsis: true, width: "10em" },
+  { key: "category", label: "Category", value: (op) => op.category, ellipsis: true, width: "7em" },
+  {
+    key: "occurrences",
+    label: "Occurrences",
+    value: (op) => op.occurrences,
+    render: (op) => formatCount(op.occurrences),
+    numeric: true,
+    width: "6.5em",
+  },
+  {
+    key: "self_time_ms",
+    label: "Self time (ms)",
+    value: (op) => op.self_time_ms,
+    render: (op) => formatMs(op.self_time_ms),
+    numeric: true,
+    width: "8em",
+  },
+  {
+    key: "self_time_percent",
+    label: "Self %",
+    title: "Share of all op self time",
+    value: (op) => op.self_time_fraction,
+    render: (op) => formatFraction(op.self_time_fraction),
+    numeric: true,
+    width: "5em",
+  },
+  {
+    key: "cumulative_percent",
+    label: "Cumulative %",
+    value: (op) => op.cumulative_time_fraction,
+    render: (op) => formatFraction(op.cumulative_time_fraction),
+    numeric: true,
+    width: "7.5em",
+  },
+];
+
+/** How the server found the steps (`step_rule`), in words. */
+const STEP_RULES: Readonly<Record<string, string>> = {
+  marker: "from step markers",
+  keras: "Keras step functions",
+  loop: "TensorFlow loop iterations",
+  legacy: "TraceContext/SessionRun",
+};
+
+function stepRuleText(rule: string): string {
+  return STEP_RULES[rule] ?? `found by rule "${rule}"`;
+}
+
+/** A recommendation: prose, then (after its first line break) code, shown preformatted. */
+function Recommendation({ text }: { text: string }) {
+  const cut = text.indexOf("\n");
+  const prose = cut < 0 ? text : text.slice(0, cut);
+  const code = cut < 0 ? "" : text.slice(cut + 1);
+  return (
+    <li class="recommendation" data-testid="recommendation">
+      <p>{prose}</p>
+      {code.trim() ? (
+        <pre class="code-block">
+          <code>{code}</code>
+        </pre>
+      ) : null}
+    </li>
+  );
+}
+
+function CategoryTable({ categories }: { categories: Readonly<Record<string, unknown>> }) {
+  return (
+    <table class="data-table category-table" data-testid="category-table">
+      <thead>
+        <tr>
+          <th scope="col">Category</th>
+          <th scope="col" class="num">
+            Avg (ms)
+          </th>
+          <th scope="col" class="num">
+            Stddev (ms)
+          </th>
+          <th scope="col" class="num" title="Share of all step time">
+            % of step
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {CATEGORY_KEYS.map((key: CategoryKey) => {
+          const category = record(categories[key]);
+          const stats = statsOf(category);
+          const percent = num(category["percent"]);
+          return (
+            <tr
+              key={key}
+              data-testid="category-row"
+              data-category={key}
+              class={stats.avg ? undefined : "zero"}
+            >
+              <td>
+                <span
+                  class="tbp-swatch"
+                  style={{ backgroundColor: CATEGORY_COLORS[key] }}
+                  aria-hidden="true"
+                />
+                {str(category["label"], CATEGORY_LABELS[key])}
+              </td>
+              <td class="num" data-testid={`category-avg-${key}`}>
+                {formatMs(stats.avg)}
+              </td>
+              <td class="num" data-testid={`category-stddev-${key}`}>
+                {formatMs(stats.stddev)}
+              </td>
+              <td class="num" data-testid={`category-percent-${key}`}>
+                {formatPercent(percent)}
+              </td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+export function OverviewPage({ doc, run, view, host }: ViewProps) {
+  const steps = useMemo(() => stepsOf(doc["steps"]), [doc]);
+  const stepTime = statsOf(doc["step_time_ms"]);
+  const bottleneck = bottleneckOf(doc["bottleneck"]);
+  const diagnostics = diagnosticsOf(doc);
+  const precision = record(doc["device_compute_precision"]);
+  const environment = record(doc["run_environment"]);
+  const recommendations = list(doc["recommendations"]).map((item) =>
+    str(item, JSON.stringify(item)),
+  );
+  const deviceOps = topOpsOf(doc["top_device_ops"]);
+  const hostOps = topOpsOf(doc["top_host_ops"]);
+  const topKind = deviceOps.length > 0 || hostOps.length === 0 ? "device" : "host";
+  const topOps = (topKind === "device" ? deviceOps : hostOps).map((op, index) => ({
+    ...op,
+    rank: index + 1,
+  }));
+  const percent16 = num(precision["percent_16bit"]);
+  const percent32 = num(precision["percent_32bit"]);
+  const coreCount = num(environment["device_core_count"]);
+  const hasDevice =
+    (coreCount ?? 0) > 0 || (percent16 ?? 0) + (percent32 ?? 0) > 0 || deviceOps.length > 0;
+  const hostnames = list(environment["hostnames"]).map((name) => str(name));
+  const hasSteps = steps.length > 0;
+  const problemsFirst =
+    diagnostics.errors.length > 0 || diagnostics.warnings.length > 0 || !hasSteps;
+  const panel = <DiagnosticsPanel diagnostics={diagnostics} />;
+
+  return (
+    <div class="analysis-view overview-page" data-testid="overview-page">
+      <Verdict bottleneck={bottleneck} testid="overview-verdict" />
+      {problemsFirst ? panel : null}
+
+      <div class="cards">
+        <Card title="Average step time" testid="card-step-time">
+          <p class="card-main">
+            <Figure
+              testid="overview-avg-step-ms"
+              value={hasSteps ? formatMs(stepTime.avg) : "—"}
+              unit="ms"
+              big
+            />
+            <span class="card-pm">
+              ±{" "}
+              <Figure
+                testid="overview-step-stddev-ms"
+                value={hasSteps ? formatMs(stepTime.stddev) : "—"}
+                unit="ms"
+              />
+            </span>
+          </p>
+          <p class="card-sub">
+            min{" "}
+            <Figure
+              testid="overview-min-step-ms"
+              value={hasSteps ? formatMs(stepTime.min) : "—"}
+              unit="ms"
+            />
+            , max{" "}
+            <Figure
+              testid="overview-max-step-ms"
+              value={hasSteps ? formatMs(stepTime.max) : "—"}
+              unit="ms"
+            />
+          </p>
+          <p class="card-sub">
+            over <Figure testid="overview-step-count" value={String(steps.length)} />{" "}
+            {steps.length === 1 ? "step" : "steps"}
+            {hasSteps && str(doc["step_rule"]) ? (
+              <span class="card-note" data-testid="overview-step-rule">
+                {" "}
+                ({stepRuleText(str(doc["step_rule"]))})
+              </span>
+            ) : null}
+          </p>
+        </Card>
+        <Card title="Waiting for input" testid="card-input">
+          <p class="card-main">
+            <Figure
+              testid="overview-input-percent"
+              value={hasSteps ? formatPercent(num(doc["input_percent"])) : "—"}
+              unit="%"
+              big
+            />
+          </p>
+          <p class="card-sub">of the step time</p>
+          <p class="card-sub">
+            All others:{" "}
+            <Figure
+              testid="overview-all-others-percent"
+              value={hasSteps ? formatPercent(num(doc["all_others_percent"])) : "—"}
+              unit="%"
+            />
+          </p>
+        </Card>
+        {hasDevice ? (
+          <Card title="Device compute precision" testid="card-precision">
+            <p class="card-main">
+              <Figure
+                testid="overview-precision-16bit"
+                value={formatPercent(percent16)}
+                unit="%"
+                big
+              />
+              <span class="card-unit-note"> 16-bit</span>
+            </p>
+            <p class="card-sub">
+              <Figure testid="overview-precision-32bit" value={formatPercent(percent32)} unit="%" />{" "}
+              32-bit
+            </p>
+          </Card>
+        ) : null}
+        <Card title="Run environment" testid="card-environment">
+          <p class="card-main">
+            <Figure
+              testid="overview-host-count"
+              value={formatCount(num(environment["host_count"]))}
+              big
+            />
+            <span class="card-unit-note">
+              {" "}
+              {num(environment["host_count"]) === 1 ? "host" : "hosts"}
+            </span>
+          </p>
+          <p
+            class="card-sub ellipsis"
+            title={hostnames.join(", ")}
+            data-testid="overview-hostnames"
+          >
+            {hostnames.join(", ") || "—"}
+          </p>
+          <p class="card-sub">
+            Device:{" "}
+            <span data-testid="overview-device-type">{str(environment["device_type"], "—")}</span>
+            {", "}
+            <Figure testid="overview-device-cores" value={formatCount(coreCount)} />{" "}
+            {coreCount === 1 ? "device core" : "device cores"}
+          </p>
+        </Card>
+      </div>
+
+      <Section
+        title="Step time"
+        testid="step-time-section"
+        aside={<CsvLink run={run} view={view} host={host} table="steps" testid="steps-csv" />}
+      >
+        {hasSteps ? <StepChart steps={steps} /> : <NoSteps />}
+      </Section>
+
+      <div class="columns">
+        <Section title="Step-time breakdown: average per step" testid="category-section">
+          <CategoryTable categories={record(doc["categories"])} />
+        </Section>
+        <Section title="Recommendations" testid="recommendations-section">
+          {recommendations.length ? (
+            <ol class="recommendations" data-testid="recommendations">
+              {recommendations.map((text, index) => (
+                <Recommendation text={text} key={index} />
+              ))}
+            </ol>
+          ) : (
+            <p class="hint" data-testid="no-recommendations">
+              No recommendations for this profile.
+            </p>
+          )}
+        </Section>
+      </div>
+
+      <Section
+        title={topKind === "device" ? "Top device ops" : "Top host ops"}
+        testid="top-ops-section"
+        aside={
+          topKind === "host" ? (
+            <span class="hint">No device in this profile: ops that ran on the host.</span>
+          ) : undefined
+        }
+      >
+        <div data-testid="top-ops" data-kind={topKind}>
+          <DataTable
+            rows={topOps}
+            columns={TOP_OP_COLUMNS}
+            testid="top-ops-table"
+            rowTestid="top-op-row"
+            rowKey={(op, index) => `${index} ${op.name}`}
+            rowAttributes={(op) => ({ "data-op-name": op.name })}
+            empty="No ops with self time in this profile."
+          />
+        </div>
+      </Section>
+
+      {problemsFirst ? null : panel}
+    </div>
+  );
+}
