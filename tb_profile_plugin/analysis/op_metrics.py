@@ -220,8 +220,13 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
         if key not in dev_keys:
             dev_keys[key] = len(dev_keys)
             parsed_tf = parse_op(tf_op) if tf_op else None
-            tf_of_key.append(parsed_tf.name if parsed_tf and parsed_tf.is_op else key[1])
-            type_of_key.append(parsed_tf.type if parsed_tf and parsed_tf.is_op else "")
+            if parsed_tf is not None and parsed_tf.is_op:
+                tf_of_key.append(parsed_tf.name)
+                type_of_key.append(parsed_tf.type)
+            else:  # an unusual op name is still the op's name, never the kernel's
+                name, _, op_type = tf_op.partition(":")
+                tf_of_key.append(name or key[1])
+                type_of_key.append(op_type)
         dev_key_of_event[j] = dev_keys[key]
     dev_self, dev_idle = _self_times(table, device_events)
     device_names = [f"{tf}/{kernel}" if tf else kernel for tf, kernel in dev_keys]

@@ -25,6 +25,7 @@ from tb_profile_plugin.analysis.host_analysis import HostAnalysis
 from tb_profile_plugin.analysis.step_db import EventType
 from tb_profile_plugin.tools.analysis_views import has_host_events, single_host
 from tb_profile_plugin.tools.document import Diagnostics, document
+from tb_profile_plugin.tools.overview_page import steps_table
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
 
 NAME = "input_pipeline_analyzer"
@@ -115,4 +116,4 @@ def input_ops_table(doc: dict[str, Any]) -> Table:
 
 
 VIEW = register(View(NAME, VERSION, build, has_host_events,
-                     tables={"input_ops": input_ops_table}))
+                     tables={"input_ops": input_ops_table, "steps": steps_table}))

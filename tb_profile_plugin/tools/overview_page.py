@@ -90,6 +90,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
             "device_type": env.device_type, "device_core_count": env.device_core_count,
         },
         step_rule=analysis.root_rule,
+        has_device=analysis.has_device,
         recommendations=recommendations(analysis),
     )
 
