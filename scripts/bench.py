@@ -12,7 +12,8 @@ Each figure comes from a fresh child process, so nothing is warm that should not
   peak_mb          peak Python-tracked memory of the cold decode (tracemalloc), and its ratio
                    to the file size
   <view>_cold_s    a view's document from the file on disk, decode included (no disk cache),
-                   for overview_page and input_pipeline_analyzer; <view>_warm_s the same
+                   for overview_page, input_pipeline_analyzer, tensorflow_stats and
+                   kernel_stats; <view>_warm_s the same
                    request again in the same process (what a second page load costs)
   reference_<view>_s  with `--reference-python PY`: the reference plugin's conversion of the
                    same file, timed in a separate interpreter that has `xprof` installed (a
@@ -145,10 +146,13 @@ def main() -> int:
         report.update(_child("cold", path, env))
         report.update(_child("cached", path, env))
         off = dict(env, TB_PROFILE_CACHE_DIR="off")
-        for view in ("overview_page", "input_pipeline_analyzer"):
+        reference_tool = {"tensorflow_stats": "framework_op_stats"}
+        for view in ("overview_page", "input_pipeline_analyzer", "tensorflow_stats",
+                     "kernel_stats"):
             report.update(_child("view:" + view, path, off))
-            if args.reference_python:
-                report[f"reference_{view}_s"] = _reference(args.reference_python, path, view)
+            tool = reference_tool.get(view, view)
+            if args.reference_python and view != "kernel_stats":
+                report[f"reference_{tool}_s"] = _reference(args.reference_python, path, tool)
     report["peak_to_file_ratio"] = report["peak_mb"] / report["file_mb"]
     text = json.dumps(report, indent=2)
     print(text)

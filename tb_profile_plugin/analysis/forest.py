@@ -159,10 +159,14 @@ def build_forest(table: EventTable) -> Forest:
             break
 
     grouped = group != _NONE
-    ranks, dense = np.unique(group[grouped], return_inverse=True)
+    # Ranks in use, renumbered densely in order (ranks < len(roots): a bincount, no sort).
+    present = np.zeros(len(roots), bool)
+    present[group[grouped]] = True
+    ranks = np.flatnonzero(present)
+    dense = np.cumsum(present) - 1
     group_id = np.full(n, -1, np.int64)
-    group_id[grouped] = dense.ravel()
-    root_event = roots[ranks] if len(ranks) else np.zeros(0, np.int64)
+    group_id[grouped] = dense[group[grouped]]
+    root_event = roots[ranks]
     step_num = _step_numbers(table, nesting, root_event, rule)
     return Forest(table, nesting, group_id, root_event, step_num, rule if len(roots) else "none")
 

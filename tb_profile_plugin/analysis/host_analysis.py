@@ -73,8 +73,9 @@ def _environment(profile: Profile) -> RunEnvironment:
 def _analyze(profile: Profile) -> HostAnalysis:
     table = build_event_table(profile)
     forest = build_forest(table)
-    steps = build_step_db(forest)
-    types, on_device, has_device = classify(forest)
+    classified = classify(forest)
+    types, on_device, has_device = classified
+    steps = build_step_db(forest, classified)
     ops = build_op_metrics(forest, types)
     has_tf_data = any(name.startswith("Iterator::") for name in table.names)
     return HostAnalysis(

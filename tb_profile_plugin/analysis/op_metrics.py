@@ -184,7 +184,9 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
             if op.is_op:
                 op_of_event[event] = op
     extra = np.fromiter(op_of_event, np.int64, len(op_of_event))
-    host_events = np.union1d(np.flatnonzero(host_by_name), extra)  # line-major order
+    is_host_op = host_by_name.copy()
+    is_host_op[extra] = True
+    host_events = np.flatnonzero(is_host_op)  # line-major order
     self_time, idle = _self_times(table, host_events)
     index: dict[str, int] = {}
     types_by_key: list[str] = []
@@ -198,7 +200,9 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
         return index[op.name]
 
     name_to_key = np.full(len(parsed), -1, np.int64)
-    for name_id in np.unique(table.name_id[host_events[host_by_name[host_events]]]).tolist():
+    named = np.bincount(table.name_id[host_events[host_by_name[host_events]]],
+                        minlength=len(parsed))
+    for name_id in np.flatnonzero(named).tolist():  # distinct op names, in name order
         name_to_key[name_id] = key_of(parsed[name_id])
     event_key = name_to_key[table.name_id[host_events]]
     if len(extra):

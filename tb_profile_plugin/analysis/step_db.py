@@ -176,8 +176,11 @@ def _union_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray,
     return out
 
 
-def build_step_db(forest: Forest) -> StepDb:
-    types, on_device, has_device = classify(forest)
+def build_step_db(
+    forest: Forest, classified: tuple[np.ndarray, np.ndarray, bool] | None = None
+) -> StepDb:
+    """The step database; `classified` is `classify(forest)` when the caller has it."""
+    types, on_device, has_device = classified or classify(forest)
     table = forest.table
     groups = forest.group_id
     g_count = forest.num_groups

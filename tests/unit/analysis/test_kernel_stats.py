@@ -116,3 +116,17 @@ def test_tensorflow_stats_on_gpu_has_tensor_core_share_and_all_hosts_sum() -> No
     assert summed["dense/MatMul"]["total_self_time_us"] == pytest.approx(40.0)
     assert summed["dense/MatMul"]["occurrences"] == 2 * device["dense/MatMul"]["occurrences"]
     assert both["host_count"] == 2
+
+
+def test_same_kernel_with_other_grid_is_another_row() -> None:
+    b = XSpaceBuilder()
+    s = b.gpu_plane(0).line("Stream #1", line_id=1)
+    small = kernel_details(grid=(1, 1, 1), block=(128, 1, 1))
+    large = kernel_details(grid=(64, 1, 1), block=(128, 1, 1))
+    for i in range(3):
+        s.kernel("volta_sgemm", i * 100, 10, i, details=small, tf_op="fc/MatMul:MatMul")
+    s.kernel("volta_sgemm", 1000, 50, 9, details=large, tf_op="fc/MatMul:MatMul")
+    rows = _doc(b)["rows"]
+    assert [(r["grid_dim"], r["occurrences"], r["total_duration_us"]) for r in rows] == [
+        ([64, 1, 1], 1, 50e-6), ([1, 1, 1], 3, 30e-6)]
+    assert all(r["op_tensor_core_eligible"] and not r["uses_tensor_core"] for r in rows)
