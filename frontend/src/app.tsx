@@ -3,12 +3,15 @@
  *
  * The selection resolves top-down, one route at a time (docs/api.md):
  *   runs -> run (requested, else the newest) -> run_tools -> view (requested when the run
- *   has it, else the first) -> hosts -> host (requested when listed, else the first) -> data.
+ *   has it, else the first) -> hosts -> host (requested when listed, else the first) -> data
+ *   (with the view's parameters from the URL, e.g. include_idle).
  * The resolved selection is written back to the URL (replace); a choice by the user is a new
- * history entry (push). A requested run is never second-guessed: the server's answer for it
+ * history entry (push). When only the view's parameters change, the view keeps showing its
+ * current document (marked as updating) until the new one arrives, so it keeps its own state
+ * (sort, filter, page). A requested run is never second-guessed: the server's answer for it
  * (for instance 404 "unknown run") is shown, so a stale link explains itself.
  */
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { routeUrl } from "./api";
 import { ALL_HOSTS, Sidebar } from "./components/sidebar";
 import {
@@ -19,8 +22,14 @@ import {
   ViewErrorBoundary,
 } from "./components/states";
 import { useJson, type Fetched } from "./hooks";
-import { sameSelection, type Selection, type SelectionStore } from "./location";
-import { rendererFor, viewLabel } from "./views/registry";
+import {
+  NO_PARAMS,
+  sameSelection,
+  type Selection,
+  type SelectionStore,
+  type ViewParams,
+} from "./location";
+import { paramsFor, rendererFor, viewLabel } from "./views/registry";
 import type { ViewDocument } from "./views/types";
 
 function listOf(fetched: Fetched<readonly string[]>): readonly string[] | null {
@@ -53,13 +62,21 @@ export function App({ store }: { store: SelectionStore }) {
     reload,
   );
   const host = pick(listOf(hosts), requested.host);
+  const params = useMemo(() => paramsFor(view, requested.params), [view, requested.params]);
 
   const doc = useJson<ViewDocument>(
     run !== null && view !== null && host !== null
-      ? routeUrl("data", { run, tag: view, host })
+      ? routeUrl("data", { run, tag: view, host, ...params })
       : null,
     reload,
   );
+  // The last document shown for this run, view and host (and refresh): shown, marked as
+  // updating, while the same view loads with other parameters.
+  const docKey = `${reload} ${run} ${view} ${host}`;
+  const lastDoc = useRef<{ key: string; doc: ViewDocument } | null>(null);
+  if (doc.state === "ok") lastDoc.current = { key: docKey, doc: doc.data };
+  const staleDoc =
+    doc.state === "loading" && lastDoc.current?.key === docKey ? lastDoc.current.doc : null;
 
   // Keep the URL in step with what is shown (defaults filled in), without a history entry.
   const shown = useMemo<Selection>(
@@ -67,8 +84,9 @@ export function App({ store }: { store: SelectionStore }) {
       run,
       view: view ?? requested.view,
       host: host ?? requested.host,
+      params: view !== null ? params : requested.params,
     }),
-    [run, view, host, requested],
+    [run, view, host, params, requested],
   );
   useEffect(() => {
     if (!sameSelection(shown, store.read())) store.write(shown, "replace");
@@ -88,9 +106,9 @@ export function App({ store }: { store: SelectionStore }) {
         run={run}
         view={view}
         host={host}
-        onRun={(value) => choose({ run: value, view: shown.view, host: shown.host })}
-        onView={(value) => choose({ run, view: value, host: shown.host })}
-        onHost={(value) => choose({ run, view, host: value })}
+        onRun={(value) => choose({ ...shown, run: value })}
+        onView={(value) => choose({ run, view: value, host: shown.host, params: NO_PARAMS })}
+        onHost={(value) => choose({ run, view, host: value, params: shown.params })}
         onRefresh={() => setReload((n) => n + 1)}
       />
       <main class="main" data-testid="view-root">
@@ -99,9 +117,12 @@ export function App({ store }: { store: SelectionStore }) {
           views={views}
           hosts={hosts}
           doc={doc}
+          staleDoc={staleDoc}
           run={run}
           view={view}
           host={host}
+          params={params}
+          onParams={(next) => choose({ run, view, host, params: next })}
           requestedView={requested.view}
         />
       </main>
@@ -114,9 +135,13 @@ interface MainAreaProps {
   readonly views: Fetched<readonly string[]>;
   readonly hosts: Fetched<readonly string[]>;
   readonly doc: Fetched<ViewDocument>;
+  /** The view's previous document while it loads with other parameters, else null. */
+  readonly staleDoc: ViewDocument | null;
   readonly run: string | null;
   readonly view: string | null;
   readonly host: string | null;
+  readonly params: ViewParams;
+  readonly onParams: (params: ViewParams) => void;
   readonly requestedView: string | null;
 }
 
@@ -150,10 +175,12 @@ function MainArea(props: MainAreaProps) {
 
   if (doc.state === "error")
     return <ErrorMessage title={`Could not load ${viewLabel(view)}`} message={doc.error} />;
-  if (doc.state !== "ok") return <Loading what={viewLabel(view)} />;
+  const data = doc.state === "ok" ? doc.data : props.staleDoc;
+  if (data === null) return <Loading what={viewLabel(view)} />;
+  const updating = doc.state !== "ok";
 
   const Renderer = rendererFor(view);
-  const tool = typeof doc.data.tool === "string" ? doc.data.tool : view;
+  const tool = typeof data.tool === "string" ? data.tool : view;
   const fallback =
     props.requestedView !== null && props.requestedView !== view ? props.requestedView : null;
   return (
@@ -163,6 +190,8 @@ function MainArea(props: MainAreaProps) {
       data-tool={tool}
       data-run={run}
       data-host={host}
+      data-updating={updating ? "true" : undefined}
+      aria-busy={updating ? "true" : undefined}
     >
       <header class="view-header">
         <h2>{viewLabel(view)}</h2>
@@ -173,6 +202,12 @@ function MainArea(props: MainAreaProps) {
           </span>
           <span title="host">{host === ALL_HOSTS ? "all hosts" : host}</span>
         </p>
+        {updating ? (
+          <span class="view-updating" data-testid="view-updating" role="status">
+            <span class="spinner" aria-hidden="true" />
+            Updating…
+          </span>
+        ) : null}
       </header>
       {fallback !== null ? (
         <Notice testid="selection-notice">
@@ -180,7 +215,14 @@ function MainArea(props: MainAreaProps) {
         </Notice>
       ) : null}
       <ViewErrorBoundary key={`${run} ${view} ${host}`}>
-        <Renderer doc={doc.data} run={run} view={view} host={host} />
+        <Renderer
+          doc={data}
+          run={run}
+          view={view}
+          host={host}
+          params={props.params}
+          onParams={props.onParams}
+        />
       </ViewErrorBoundary>
     </article>
   );

@@ -1,5 +1,11 @@
 /**
- * Keeps the selection (run, view, host) in the URL, so a reload and back/forward restore it.
+ * Keeps the selection (run, view, host, and the view's parameters) in the URL, so a reload
+ * and back/forward restore it.
+ *
+ * View parameters are the extra parameters of a view's `data` route (docs/api.md), e.g.
+ * `include_idle=false` for tensorflow_stats. Only the names in PARAM_KEYS are read from a URL,
+ * and only when they differ from the view's default does the app write them, so most URLs
+ * stay `#run=...&view=...&host=...`.
  *
  * Standalone page (`data/plugin/profile/index.html`): the selection lives in the page's own
  * hash, `#run=...&view=...&host=...`, written with history.pushState (a choice by the user)
@@ -22,13 +28,22 @@
  * Read order in the iframe: own hash, then TensorBoard's `p.profile.*`, then sessionStorage.
  */
 
+/** A view's parameters for its `data` route, by name (values as they go in the URL). */
+export type ViewParams = Readonly<Record<string, string>>;
+
 export interface Selection {
   readonly run: string | null;
   readonly view: string | null;
   readonly host: string | null;
+  readonly params: ViewParams;
 }
 
-export const EMPTY_SELECTION: Selection = { run: null, view: null, host: null };
+export const NO_PARAMS: ViewParams = Object.freeze({});
+
+export const EMPTY_SELECTION: Selection = { run: null, view: null, host: null, params: NO_PARAMS };
+
+/** The view parameters a URL may carry (which view takes which: views/registry.ts). */
+export const PARAM_KEYS = ["include_idle"] as const;
 
 export type HistoryMode = "push" | "replace";
 
@@ -45,25 +60,49 @@ const KEYS = ["run", "view", "host"] as const;
 const STORAGE_KEY = "tb-profile.selection";
 const PARENT_PREFIX = "p.profile.";
 
+/** The known view parameters among `read(name)`'s answers (empty values left out). */
+function pickParams(read: (name: string) => unknown): ViewParams {
+  const picked: Record<string, string> = {};
+  for (const key of PARAM_KEYS) {
+    const value = read(key);
+    if (typeof value === "string" && value !== "") picked[key] = value;
+  }
+  return Object.keys(picked).length ? picked : NO_PARAMS;
+}
+
 function fromParams(params: URLSearchParams, prefix = ""): Selection {
   const [run, view, host] = KEYS.map((key) => params.get(prefix + key) || null);
-  return { run: run ?? null, view: view ?? null, host: host ?? null };
+  return {
+    run: run ?? null,
+    view: view ?? null,
+    host: host ?? null,
+    params: pickParams((key) => params.get(prefix + key)),
+  };
 }
 
 function isEmpty(selection: Selection): boolean {
-  return KEYS.every((key) => selection[key] === null);
+  return KEYS.every((key) => selection[key] === null) && sameParams(selection.params, NO_PARAMS);
+}
+
+export function sameParams(a: ViewParams, b: ViewParams): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
 }
 
 export function sameSelection(a: Selection, b: Selection): boolean {
-  return KEYS.every((key) => a[key] === b[key]);
+  return KEYS.every((key) => a[key] === b[key]) && sameParams(a.params, b.params);
 }
 
-/** `#run=...&view=...&host=...` (keys with no value are left out). */
+/** `#run=...&view=...&host=...[&include_idle=...]` (keys with no value are left out). */
 export function toHash(selection: Selection): string {
   const params = new URLSearchParams();
   for (const key of KEYS) {
     const value = selection[key];
     if (value !== null) params.set(key, value);
+  }
+  for (const key of PARAM_KEYS) {
+    const value = selection.params[key];
+    if (value !== undefined) params.set(key, value);
   }
   const text = params.toString();
   return text ? `#${text}` : "";
@@ -82,7 +121,12 @@ function readStorage(win: Window): Selection {
     const record = value as Record<string, unknown>;
     const pick = (key: string): string | null =>
       typeof record[key] === "string" && record[key] !== "" ? (record[key] as string) : null;
-    return { run: pick("run"), view: pick("view"), host: pick("host") };
+    const stored = record["params"];
+    const params =
+      stored !== null && typeof stored === "object"
+        ? pickParams((key) => (stored as Record<string, unknown>)[key])
+        : NO_PARAMS;
+    return { run: pick("run"), view: pick("view"), host: pick("host"), params };
   } catch {
     return EMPTY_SELECTION; // storage disabled, or a value this code did not write
   }

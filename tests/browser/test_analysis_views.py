@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +23,28 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser import synthetic
+from tests.browser.checks import (
+    MISSING,
+    MS,
+    PERCENT,
+    assert_clean,
+    assert_figure,
+    check_csv_link,
+    document,
+    row_names,
+    shown_text,
+)
 from tests.browser.pages import (
     PROFILE_IFRAME,
     Root,
     expect_view,
-    get_json,
     in_tensorboard,
     run_of,
     runs_of_server,
     selection_hash,
     standalone,
 )
-from tests.browser.support import LOCAL_HOST, PageRecord
+from tests.browser.support import PageRecord
 
 pytestmark = pytest.mark.browser
 
@@ -61,58 +70,15 @@ HOST_KINDS = (
 )
 # Fixtures checked figure by figure (tests/data/<name>); keras_fit's run is keras_fit/train/<s>.
 CHECKED_FIXTURES = ("tfdata_slow", "custom_loop", "keras_fit")
-MS = 3  # decimals shown for milliseconds
-PERCENT = 1  # decimals shown for percentages
-MISSING = "—"
 
 
 # -- reading what the page shows ----------------------------------------------------------
-
-
-def shown_text(root: Root, testid: str) -> str:
-    element = root.get_by_test_id(testid)
-    expect(element).to_have_count(1)
-    return (element.text_content() or "").strip()
-
-
-def assert_figure(root: Root, testid: str, expected: float, decimals: int) -> None:
-    """The figure `testid` shows `expected` rounded to `decimals` places."""
-    text = shown_text(root, testid)
-    assert re.fullmatch(rf"-?\d+\.\d{{{decimals}}}", text), f"{testid} shows {text!r}"
-    tolerance = 0.5 * 10**-decimals + 1e-9
-    assert abs(float(text) - expected) <= tolerance, f"{testid}: shown {text}, JSON {expected}"
-
-
-def row_names(root: Root, testid: str) -> list[str]:
-    names: list[str] = root.get_by_test_id(testid).evaluate_all(
-        "rows => rows.map(row => row.dataset.opName)"
-    )
-    return names
 
 
 def expect_op_order(root: Root, names: list[str]) -> None:
     """The input-op table shows exactly `names`, in this order (retried until it does)."""
     expect(root.get_by_test_id("input-op-row-op_name")).to_have_text(names)
     assert row_names(root, "input-op-row") == names
-
-
-def assert_clean(record: PageRecord) -> None:
-    assert record.page_errors == []
-    assert record.console_errors == []
-    assert record.foreign_requests() == []
-
-
-def check_csv_link(page: Page, root: Root, testid: str, table: str) -> None:
-    """The link points at this server's data_csv route and answers 200 text/csv."""
-    href = root.get_by_test_id(testid).get_attribute("href")
-    assert href, f"{testid} has no href"
-    url = urllib.parse.urlsplit(href)
-    assert url.hostname == LOCAL_HOST and url.path.endswith("/data/plugin/profile/data_csv")
-    assert urllib.parse.parse_qs(url.query)["table"] == [table]
-    response = page.request.get(href)
-    assert response.status == 200, f"{href}: {response.status}"
-    assert response.headers["content-type"].startswith("text/csv")
-    assert response.text().startswith('"')  # a quoted header row
 
 
 # -- the two views, against their documents -----------------------------------------------
@@ -242,13 +208,6 @@ def fixture_runs(tensorboard_url: str) -> dict[str, str]:
     """The run of each checked fixture, as the server names it."""
     runs = runs_of_server(tensorboard_url)
     return {name: run_of(runs, name) for name in CHECKED_FIXTURES}
-
-
-def document(base: str, run: str, view: str) -> tuple[str, dict[str, Any]]:
-    """The first host of `run` for `view`, and that host's document."""
-    host: str = get_json(base, "hosts", run=run, tag=view)[0]
-    doc: dict[str, Any] = get_json(base, "data", run=run, tag=view, host=host)
-    return host, doc
 
 
 # -- the tests ----------------------------------------------------------------------------

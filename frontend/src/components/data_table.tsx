@@ -1,15 +1,25 @@
 /**
- * <DataTable>: rows of a view's table, optionally sortable by clicking a header and
- * filtered by a text box.
+ * <DataTable>: rows of a view's table, optionally sortable by clicking a header, filtered by
+ * text boxes and shown a page at a time.
  *
  * Rows keep the server's order until a header is clicked; a click sorts by that column
  * (numbers largest first, text A→Z), a second click reverses it. Sorting is stable (ties keep
- * the server's order). The filter keeps rows whose `filterText` contains the typed text,
- * case-insensitively. Long text cells end in an ellipsis and carry the full text in `title`.
+ * the server's order). Each filter box keeps rows whose text for that filter contains what
+ * was typed, case-insensitively; several boxes must all match. Long text cells end in an
+ * ellipsis and carry the full text in `title`.
+ *
+ * With `pageSize`, at most that many rows are in the DOM: a pager walks through the pages
+ * (first, previous, next, last, and a page-size choice) and the count of matching rows is
+ * always shown, so no row is silently cut. Sorting or filtering goes back to the first page.
+ * With `minWidth`, a wide table scrolls sideways inside its own box.
  *
  * Hooks, for a table with testid T: `T` (the table), `T-sort-<column>` (header buttons, with
- * `aria-sort` on their <th>), `T-filter` (the text box), `T-shown` ("N of M"), and per row
+ * `aria-sort` on their <th>), `T-filter` (the first filter box) and `T-filter-<key>` (the
+ * others), `T-shown` ("N of M", unpaged tables with a filter), `T-empty`, and per row
  * `rowTestid` with `data-*` from `rowAttributes`; each cell `<rowTestid>-<column>`.
+ * Paged tables: `T-row-count` ("52 rows", "12 of 52 rows"; `data-rows`, `data-total`),
+ * `T-page` ("Rows 1–100 of 152"; `data-page`, `data-pages`, from 1), `T-page-first`,
+ * `T-page-prev`, `T-page-next`, `T-page-last` (buttons), `T-page-size` (a <select>).
  */
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
@@ -29,7 +39,20 @@ export interface Column<Row> {
   readonly title?: string;
 }
 
+/** A filter box: rows match when `text(row)` contains what was typed. */
+export interface Filter<Row> {
+  readonly key: string;
+  /** The box's placeholder and accessible name, e.g. "Filter by op name". */
+  readonly label: string;
+  readonly text: (row: Row) => string;
+}
+
 type Direction = "ascending" | "descending";
+
+const NO_FILTERS: readonly never[] = [];
+
+/** The page sizes a paged table offers. */
+export const PAGE_SIZES = [25, 50, 100, 250, 500] as const;
 
 export interface DataTableProps<Row> {
   readonly rows: readonly Row[];
@@ -39,9 +62,12 @@ export interface DataTableProps<Row> {
   readonly rowAttributes?: (row: Row) => Readonly<Record<string, string>>;
   readonly rowKey: (row: Row, index: number) => string;
   readonly sortable?: boolean;
-  /** Adds the filter box; rows match when this text contains what was typed. */
-  readonly filterText?: (row: Row) => string;
-  readonly filterLabel?: string;
+  /** Filter boxes, in order (the first has the hook `T-filter`); pass a constant list. */
+  readonly filters?: readonly Filter<Row>[];
+  /** Shows this many rows at a time, with a pager (one of PAGE_SIZES). */
+  readonly pageSize?: number;
+  /** The table's minimum width (CSS); narrower boxes scroll it sideways. */
+  readonly minWidth?: string;
   readonly empty: ComponentChildren;
   readonly caption?: string;
 }
@@ -56,16 +82,30 @@ function cellText(value: number | string | null): string {
   return value === null ? "—" : String(value);
 }
 
+function filterTestid(testid: string, key: string, index: number): string {
+  return index === 0 ? `${testid}-filter` : `${testid}-filter-${key}`;
+}
+
+function rowsText(shown: number, total: number): string {
+  const noun = total === 1 ? "row" : "rows";
+  return shown === total ? `${total} ${noun}` : `${shown} of ${total} ${noun}`;
+}
+
 export function DataTable<Row>(props: DataTableProps<Row>) {
-  const { rows, columns, testid, rowTestid, sortable = false, filterText } = props;
+  const { rows, columns, testid, rowTestid, sortable = false, filters = NO_FILTERS } = props;
+  const paged = props.pageSize !== undefined;
   const [sort, setSort] = useState<{ key: string; direction: Direction } | null>(null);
-  const [filter, setFilter] = useState("");
+  const [needles, setNeedles] = useState<Readonly<Record<string, string>>>({});
+  const [page, setPage] = useState(0);
+  const [pageSize, setPageSize] = useState(props.pageSize ?? PAGE_SIZES[2]);
 
   const shown = useMemo(() => {
-    const needle = filter.trim().toLowerCase();
     let indexed = rows.map((row, index) => ({ row, index }));
-    if (filterText && needle)
-      indexed = indexed.filter(({ row }) => filterText(row).toLowerCase().includes(needle));
+    for (const filter of filters) {
+      const needle = (needles[filter.key] ?? "").trim().toLowerCase();
+      if (needle)
+        indexed = indexed.filter(({ row }) => filter.text(row).toLowerCase().includes(needle));
+    }
     const column = sort ? columns.find((c) => c.key === sort.key) : undefined;
     if (sort && column) {
       const sign = sort.direction === "ascending" ? 1 : -1;
@@ -78,109 +118,225 @@ export function DataTable<Row>(props: DataTableProps<Row>) {
       });
     }
     return indexed;
-  }, [rows, columns, sort, filter, filterText]);
+  }, [rows, columns, sort, needles, filters]);
+
+  const pages = paged ? Math.max(1, Math.ceil(shown.length / pageSize)) : 1;
+  const current = Math.min(page, pages - 1); // fewer rows than before (a new document)
+  const first = paged ? current * pageSize : 0;
+  const visible = paged ? shown.slice(first, first + pageSize) : shown;
 
   const onSort = (column: Column<Row>): void => {
-    setSort((current) =>
-      current?.key === column.key
+    setPage(0);
+    setSort((previous) =>
+      previous?.key === column.key
         ? {
             key: column.key,
-            direction: current.direction === "ascending" ? "descending" : "ascending",
+            direction: previous.direction === "ascending" ? "descending" : "ascending",
           }
         : { key: column.key, direction: column.numeric ? "descending" : "ascending" },
     );
   };
 
-  return (
-    <div class="data-table-wrap">
-      {filterText ? (
-        <div class="table-tools">
-          <input
-            type="search"
-            class="table-filter"
-            data-testid={`${testid}-filter`}
-            placeholder={props.filterLabel ?? "Filter"}
-            aria-label={props.filterLabel ?? "Filter"}
-            value={filter}
-            onInput={(event) => setFilter((event.currentTarget as HTMLInputElement).value)}
-          />
-          <span class="table-shown" data-testid={`${testid}-shown`}>
-            {shown.length} of {rows.length}
-          </span>
-        </div>
-      ) : null}
-      <table class="data-table" data-testid={testid}>
-        {props.caption ? <caption>{props.caption}</caption> : null}
-        <colgroup>
-          {columns.map((column) => (
-            <col key={column.key} style={column.width ? { width: column.width } : undefined} />
-          ))}
-        </colgroup>
-        <thead>
-          <tr>
+  const onFilter = (key: string, value: string): void => {
+    setPage(0);
+    setNeedles((previous) => ({ ...previous, [key]: value }));
+  };
+
+  const table = (
+    <table
+      class="data-table"
+      data-testid={testid}
+      style={props.minWidth ? { minWidth: props.minWidth } : undefined}
+    >
+      {props.caption ? <caption>{props.caption}</caption> : null}
+      <colgroup>
+        {columns.map((column) => (
+          <col key={column.key} style={column.width ? { width: column.width } : undefined} />
+        ))}
+      </colgroup>
+      <thead>
+        <tr>
+          {columns.map((column) => {
+            const state = sort?.key === column.key ? sort.direction : undefined;
+            return (
+              <th
+                key={column.key}
+                class={column.numeric ? "num" : undefined}
+                scope="col"
+                title={column.title}
+                aria-sort={sortable ? (state ?? "none") : undefined}
+              >
+                {sortable ? (
+                  <button
+                    type="button"
+                    class="sort-button"
+                    data-testid={`${testid}-sort-${column.key}`}
+                    onClick={() => onSort(column)}
+                  >
+                    {column.label}
+                    <span class="sort-mark" aria-hidden="true">
+                      {state === "ascending" ? "▲" : state === "descending" ? "▼" : ""}
+                    </span>
+                  </button>
+                ) : (
+                  column.label
+                )}
+              </th>
+            );
+          })}
+        </tr>
+      </thead>
+      <tbody>
+        {visible.map(({ row, index }) => (
+          <tr
+            key={props.rowKey(row, index)}
+            data-testid={rowTestid}
+            {...(props.rowAttributes ? props.rowAttributes(row) : {})}
+          >
             {columns.map((column) => {
-              const state = sort?.key === column.key ? sort.direction : undefined;
+              const value = column.value(row);
+              const content = column.render ? column.render(row) : cellText(value);
+              const classes = [column.numeric ? "num" : "", column.ellipsis ? "ellipsis" : ""]
+                .filter(Boolean)
+                .join(" ");
               return (
-                <th
+                <td
                   key={column.key}
-                  class={column.numeric ? "num" : undefined}
-                  scope="col"
-                  title={column.title}
-                  aria-sort={sortable ? (state ?? "none") : undefined}
+                  class={classes || undefined}
+                  data-testid={`${rowTestid}-${column.key}`}
+                  title={column.ellipsis ? cellText(value) : undefined}
                 >
-                  {sortable ? (
-                    <button
-                      type="button"
-                      class="sort-button"
-                      data-testid={`${testid}-sort-${column.key}`}
-                      onClick={() => onSort(column)}
-                    >
-                      {column.label}
-                      <span class="sort-mark" aria-hidden="true">
-                        {state === "ascending" ? "▲" : state === "descending" ? "▼" : ""}
-                      </span>
-                    </button>
-                  ) : (
-                    column.label
-                  )}
-                </th>
+                  {content}
+                </td>
               );
             })}
           </tr>
-        </thead>
-        <tbody>
-          {shown.map(({ row, index }) => (
-            <tr
-              key={props.rowKey(row, index)}
-              data-testid={rowTestid}
-              {...(props.rowAttributes ? props.rowAttributes(row) : {})}
-            >
-              {columns.map((column) => {
-                const value = column.value(row);
-                const content = column.render ? column.render(row) : cellText(value);
-                const classes = [column.numeric ? "num" : "", column.ellipsis ? "ellipsis" : ""]
-                  .filter(Boolean)
-                  .join(" ");
-                return (
-                  <td
-                    key={column.key}
-                    class={classes || undefined}
-                    data-testid={`${rowTestid}-${column.key}`}
-                    title={column.ellipsis ? cellText(value) : undefined}
-                  >
-                    {content}
-                  </td>
-                );
-              })}
-            </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+
+  return (
+    <div class="data-table-wrap">
+      {filters.length > 0 || paged ? (
+        <div class="table-tools">
+          {filters.map((filter, index) => (
+            <input
+              key={filter.key}
+              type="search"
+              class="table-filter"
+              data-testid={filterTestid(testid, filter.key, index)}
+              placeholder={filter.label}
+              aria-label={filter.label}
+              value={needles[filter.key] ?? ""}
+              onInput={(event) =>
+                onFilter(filter.key, (event.currentTarget as HTMLInputElement).value)
+              }
+            />
           ))}
-        </tbody>
-      </table>
+          {paged ? (
+            <span
+              class="table-shown"
+              data-testid={`${testid}-row-count`}
+              data-rows={String(shown.length)}
+              data-total={String(rows.length)}
+            >
+              {rowsText(shown.length, rows.length)}
+            </span>
+          ) : (
+            <span class="table-shown" data-testid={`${testid}-shown`}>
+              {shown.length} of {rows.length}
+            </span>
+          )}
+        </div>
+      ) : null}
+      {props.minWidth ? <div class="data-table-scroll">{table}</div> : table}
       {shown.length === 0 ? (
         <p class="table-empty" data-testid={`${testid}-empty`}>
           {rows.length === 0 ? props.empty : "No row matches the filter."}
         </p>
       ) : null}
+      {paged ? (
+        <Pager
+          testid={testid}
+          page={current}
+          pages={pages}
+          first={first}
+          count={visible.length}
+          total={shown.length}
+          pageSize={pageSize}
+          onPage={setPage}
+          onPageSize={(size) => {
+            setPage(Math.floor(first / size));
+            setPageSize(size);
+          }}
+        />
+      ) : null}
     </div>
+  );
+}
+
+interface PagerProps {
+  readonly testid: string;
+  /** The page shown, from 0. */
+  readonly page: number;
+  readonly pages: number;
+  /** Index of the first row shown, among the matching rows. */
+  readonly first: number;
+  readonly count: number;
+  readonly total: number;
+  readonly pageSize: number;
+  readonly onPage: (page: number) => void;
+  readonly onPageSize: (size: number) => void;
+}
+
+function Pager(props: PagerProps) {
+  const { testid, page, pages, first, count, total, onPage } = props;
+  const range = total === 0 ? "No rows" : `Rows ${first + 1}–${first + count} of ${total}`;
+  const button = (key: string, label: string, target: number, disabled: boolean, title: string) => (
+    <button
+      type="button"
+      class="pager-button"
+      data-testid={`${testid}-page-${key}`}
+      disabled={disabled}
+      title={title}
+      aria-label={title}
+      onClick={() => onPage(target)}
+    >
+      {label}
+    </button>
+  );
+  return (
+    <nav class="pager" aria-label="Table pages">
+      {button("first", "«", 0, page === 0, "First page")}
+      {button("prev", "‹", page - 1, page === 0, "Previous page")}
+      <span
+        class="pager-range"
+        data-testid={`${testid}-page`}
+        data-page={String(page + 1)}
+        data-pages={String(pages)}
+      >
+        {range}
+        {pages > 1 ? ` (page ${page + 1} of ${pages})` : ""}
+      </span>
+      {button("next", "›", page + 1, page >= pages - 1, "Next page")}
+      {button("last", "»", pages - 1, page >= pages - 1, "Last page")}
+      <label class="pager-size">
+        Rows per page{" "}
+        <select
+          data-testid={`${testid}-page-size`}
+          value={String(props.pageSize)}
+          onChange={(event) =>
+            props.onPageSize(Number((event.currentTarget as HTMLSelectElement).value))
+          }
+        >
+          {PAGE_SIZES.map((size) => (
+            <option key={size} value={String(size)}>
+              {size}
+            </option>
+          ))}
+        </select>
+      </label>
+    </nav>
   );
 }

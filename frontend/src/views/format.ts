@@ -5,7 +5,8 @@
  * the right type. `num()` gives a finite number or null, and every formatter shows null as
  * an em dash, so a missing key reads "—" instead of breaking the view. The decimals are part
  * of the contract with the browser tests, which parse what is shown and compare it with the
- * document within this rounding: milliseconds 3 decimals, percentages 1 decimal.
+ * document within this rounding: milliseconds 3 decimals, microseconds and percentages 1
+ * decimal.
  */
 
 export const MISSING = "—";
@@ -41,6 +42,11 @@ export function formatMs(value: number | null): string {
   return fixed(value, 3);
 }
 
+/** Microseconds, 1 decimal ("2615.7"): the unit of the op and kernel tables. */
+export function formatUs(value: number | null): string {
+  return fixed(value, 1);
+}
+
 /** A 0–100 percentage, 1 decimal ("64.3"). */
 export function formatPercent(value: number | null): string {
   return fixed(value, 1);
@@ -54,4 +60,14 @@ export function formatFraction(value: number | null): string {
 /** A count, as a whole number ("128"). */
 export function formatCount(value: number | null): string {
   return fixed(value, 0);
+}
+
+/** A boolean, or null for anything else. */
+export function bool(value: unknown): boolean | null {
+  return typeof value === "boolean" ? value : null;
+}
+
+/** "1 row", "52 rows": a count with its noun, plural unless it is one. */
+export function plural(count: number, noun: string, nouns = `${noun}s`): string {
+  return `${count} ${count === 1 ? noun : nouns}`;
 }

@@ -15,7 +15,7 @@
 import { useMemo } from "preact/hooks";
 import { Chart } from "../charts/chart";
 import type { ChartOption } from "../charts/echarts";
-import { DataTable, type Column } from "../components/data_table";
+import { DataTable, type Column, type Filter } from "../components/data_table";
 import { DiagnosticsPanel } from "./diagnostics";
 import { formatCount, formatMs, formatPercent, list, num, record, str } from "./format";
 import { StepChart } from "./step_chart";
@@ -122,6 +122,10 @@ const INPUT_OP_COLUMNS: readonly Column<InputOp>[] = [
     numeric: true,
     width: "6em",
   },
+];
+
+const INPUT_OP_FILTERS: readonly Filter<InputOp>[] = [
+  { key: "op_name", label: "Filter by op name", text: (op) => op.op_name },
 ];
 
 function hostBreakdownOption(ms: readonly number[]): ChartOption {
@@ -340,8 +344,7 @@ export function InputPipelineAnalyzer({ doc, run, view, host }: ViewProps) {
           rowKey={(op, index) => `${index} ${op.op_name}`}
           rowAttributes={(op) => ({ "data-op-name": op.op_name })}
           sortable
-          filterText={(op) => op.op_name}
-          filterLabel="Filter by op name"
+          filters={INPUT_OP_FILTERS}
           empty="No input ops: the profile holds no tf.data iterator, infeed or host-to-device copy events."
         />
       </Section>

@@ -4,11 +4,15 @@
  * To add a dedicated renderer: write `views/<name>.tsx` exporting a component that takes
  * ViewProps, and add it to RENDERERS below. A view without an entry is shown by GenericView
  * (diagnostics + a summary of the document), so the server can ship a view before its
- * display exists.
+ * display exists. A view that takes parameters on its `data` route lists them in PARAMS
+ * (their names must also be in location.ts's PARAM_KEYS, which the URL may carry).
  */
+import { NO_PARAMS, type ViewParams } from "../location";
 import { GenericView } from "./generic";
 import { InputPipelineAnalyzer } from "./input_pipeline_analyzer";
+import { KernelStats } from "./kernel_stats";
 import { OverviewPage } from "./overview_page";
+import { TensorflowStats } from "./tensorflow_stats";
 import type { ViewRenderer } from "./types";
 
 /** The API's view names, in the order the API lists them. */
@@ -40,6 +44,13 @@ const LABELS: Readonly<Record<ViewName, string>> = {
 const RENDERERS: Partial<Record<ViewName, ViewRenderer>> = {
   overview_page: OverviewPage,
   input_pipeline_analyzer: InputPipelineAnalyzer,
+  tensorflow_stats: TensorflowStats,
+  kernel_stats: KernelStats,
+};
+
+/** The parameters each view's `data` route takes (docs/api.md); other views take none. */
+const PARAMS: Partial<Record<ViewName, readonly string[]>> = {
+  tensorflow_stats: ["include_idle"],
 };
 
 function isViewName(name: string): name is ViewName {
@@ -61,4 +72,15 @@ export function rendererFor(name: string): ViewRenderer {
 /** Whether a view has a dedicated renderer (GenericView is used otherwise). */
 export function hasRenderer(name: string): boolean {
   return isViewName(name) && RENDERERS[name] !== undefined;
+}
+
+/** The parameters among `params` that `view` takes (NO_PARAMS when it takes none of them). */
+export function paramsFor(view: string | null, params: ViewParams): ViewParams {
+  const names = view !== null && isViewName(view) ? (PARAMS[view] ?? []) : [];
+  const picked: Record<string, string> = {};
+  for (const name of names) {
+    const value = params[name];
+    if (value !== undefined) picked[name] = value;
+  }
+  return Object.keys(picked).length ? picked : NO_PARAMS;
 }

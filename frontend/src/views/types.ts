@@ -1,5 +1,6 @@
 /** The shape every view document shares (docs/api.md, "Every view document"). */
 import type { ComponentType } from "preact";
+import type { ViewParams } from "../location";
 
 export interface Diagnostics {
   readonly errors: readonly string[];
@@ -23,6 +24,14 @@ export interface ViewProps {
   readonly run: string;
   readonly view: string;
   readonly host: string;
+  /** The view's parameters as the URL has them (only the ones the view takes; see registry). */
+  readonly params: ViewParams;
+  /**
+   * Asks for the document with other parameters: a new history entry, then a re-fetch. The
+   * view stays mounted (with the current document) until the new one arrives. Leave a
+   * parameter out to use the server's default.
+   */
+  readonly onParams: (params: ViewParams) => void;
 }
 
 export type ViewRenderer = ComponentType<ViewProps>;

@@ -72,25 +72,30 @@ export function Figure({
   );
 }
 
-/** "Download CSV": a link to one table of this view (`data_csv`), resolved like every route. */
+/**
+ * "Download CSV": a link to one table of this view (`data_csv`), resolved like every route.
+ * `params` are the view's parameters, so the file holds the rows the view shows.
+ */
 export function CsvLink({
   run,
   view,
   host,
   table,
   testid,
+  params,
 }: {
   run: string;
   view: string;
   host: string;
   table: string;
   testid: string;
+  params?: Readonly<Record<string, string>>;
 }) {
   return (
     <a
       class="csv-link"
       data-testid={testid}
-      href={routeUrl("data_csv", { run, tag: view, host, table })}
+      href={routeUrl("data_csv", { ...params, run, tag: view, host, table })}
       download
     >
       Download CSV
