@@ -230,7 +230,7 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
             else:  # an unusual op name is still the op's name, never the kernel's
                 name, _, op_type = tf_op.partition(":")
                 tf_of_key.append(name or key[1])
-                type_of_key.append(op_type)
+                type_of_key.append(op_type or _device_kind(key[1]))
         dev_key_of_event[j] = dev_keys[key]
     dev_self, dev_idle = _self_times(table, device_events)
     device_names = [f"{tf}/{kernel}" if tf else kernel for tf, kernel in dev_keys]
@@ -244,6 +244,17 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
     compute32 = int(table.duration_ps[device_events][
         event_types[device_events] == EventType.DEVICE_COMPUTE_32].sum())
     return OpMetrics(host, device, device_tf_ops, compute16, compute32)
+
+
+def _device_kind(kernel_name: str) -> str:
+    """A type for device events no TensorFlow op launched: copies and collectives by name."""
+    op = parse_op(kernel_name)
+    if op.category in (OpCategory.MEMCPY_H2D, OpCategory.MEMCPY_D2H, OpCategory.MEMCPY_D2D,
+                       OpCategory.MEMCPY_H2H):
+        return "Memcpy"
+    if kernel_name.lower().startswith("nccl"):
+        return "Collective"
+    return ""
 
 
 def _per_tf_op(device: OpTable, tf_of_key: list[str], type_of_key: list[str],

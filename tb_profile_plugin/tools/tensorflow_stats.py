@@ -159,20 +159,12 @@ def build(request: ViewRequest) -> dict[str, Any]:
 
 
 def rows_table(doc: dict[str, Any]) -> Table:
-    header = [
-        "rank",
-        "host_or_device",
-        "op_type",
-        "op_name",
-        "occurrences",
-        "total_time_us",
-        "avg_time_us",
-        "total_self_time_us",
-        "avg_self_time_us",
-        "self_time_fraction",
-        "cumulative_self_time_fraction",
-    ]
-    return header, [[row[k] for k in header] for row in doc["rows"]]
+    header = ["rank", "host_or_device", "op_type", "op_name", "occurrences", "total_time_us",
+              "avg_time_us", "total_self_time_us", "avg_self_time_us", "self_time_fraction",
+              "cumulative_self_time_fraction", "eager_fraction"]
+    if any("gpu_tensor_core_utilization" in row for row in doc["rows"]):
+        header.append("gpu_tensor_core_utilization")
+    return header, [[row.get(k, "") for k in header] for row in doc["rows"]]
 
 
 VIEW = register(
