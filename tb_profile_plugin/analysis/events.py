@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tb_profile_plugin.xspace.model import Line, Plane, Profile, StatColumns
+from tb_profile_plugin.xspace.model import Line, Plane, Profile
 from tb_profile_plugin.xspace.schema import StatKind, is_derived_line
 
 
@@ -59,20 +59,6 @@ class EventTable:
             self._stat_cache[key] = out
         return self._stat_cache[key]
 
-    def has_stat(self, stat_name: str) -> np.ndarray:
-        """Boolean per event: the event carries this stat (any kind)."""
-        key = ("has", stat_name)
-        if key not in self._stat_cache:
-            out = np.zeros(len(self), bool)
-            for k, (plane, line) in enumerate(self.lines):
-                stat_id = plane.stat_metadata.id_of(stat_name)
-                if stat_id is None:
-                    continue
-                sel = line.stats.rows_with(stat_id)
-                out[self.line_bounds[k] + line.stats.row[sel]] = True
-            self._stat_cache[key] = out
-        return self._stat_cache[key]
-
     def str_stat_codes(self, stat_name: str) -> tuple[np.ndarray, list[str]]:
         """A str/ref stat as categorical codes: (code per event, -1 where absent; the texts).
 
@@ -116,21 +102,6 @@ class EventTable:
                 codes[rows[is_str]] = local[inverse.ravel()]
         texts = list(index)
         return codes, texts
-
-    def str_stat(self, stat_name: str) -> dict[int, str]:
-        """Sparse {event index: text} of a str or ref stat (few events carry these)."""
-        out: dict[int, str] = {}
-        for k, (plane, line) in enumerate(self.lines):
-            stat_id = plane.stat_metadata.id_of(stat_name)
-            if stat_id is None:
-                continue
-            stats: StatColumns = line.stats
-            for i in stats.rows_with(stat_id).tolist():
-                kind = int(stats.kind[i])
-                if kind in (StatKind.STR, StatKind.REF):
-                    out[int(self.line_bounds[k] + stats.row[i])] = str(
-                        stats.python_value(i, plane.stat_metadata))
-        return out
 
 
 def build_event_table(profile: Profile, plane_filter: object = None) -> EventTable:

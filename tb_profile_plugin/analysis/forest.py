@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable
-from tb_profile_plugin.analysis.nesting import Nesting, compute_nesting
+from tb_profile_plugin.analysis.nesting import Nesting, compute_nesting, under
 
 _NONE = np.iinfo(np.int64).max
 LEGACY_ROOT_NAMES = frozenset({"TraceContext", "SessionRun", "RunGraph"})
@@ -255,27 +255,12 @@ def _in_tf_data(table: EventTable, nesting: Nesting) -> np.ndarray:
     """Events inside a function that tf.data runs (its roots are not training steps)."""
     captured = table.event_mask(table.names_matching(
         lambda s: s.startswith(TF_DATA_FUNCTION_PREFIX)))
-    inside = np.zeros(len(captured), bool)
-    ancestor = nesting.parent.copy()
-    while True:
-        live = ancestor >= 0
-        if not live.any():
-            return inside
-        inside[live] |= captured[ancestor[live]]
-        ancestor[live] = nesting.parent[ancestor[live]]
+    return under(captured, nesting.parent)
 
 
 def _outermost(mask: np.ndarray, nesting: Nesting) -> np.ndarray:
-    """Events in `mask` with no ancestor in `mask` (walk up one nesting level at a time)."""
-    covered = np.zeros(len(mask), bool)  # has an ancestor in mask
-    ancestor = nesting.parent.copy()
-    while True:
-        live = ancestor >= 0
-        if not live.any():
-            break
-        covered[live] |= mask[ancestor[live]]
-        ancestor[live] = nesting.parent[ancestor[live]]
-    return np.flatnonzero(mask & ~covered)
+    """Events in `mask` with no ancestor in `mask`."""
+    return np.flatnonzero(mask & ~under(mask, nesting.parent))
 
 
 def _executor_keys(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -74,3 +74,15 @@ def compute_nesting(
         ok = valid & same_line
         parent[child[ok]] = candidate[ok]
     return Nesting(depth, parent)
+
+
+def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per event: some strict ancestor (by `parent`) is in `mask`. One pass per nesting level."""
+    found = np.zeros(len(mask), bool)
+    ancestor = parent.copy()
+    live = np.flatnonzero(ancestor >= 0)
+    while len(live):
+        found[live] |= mask[ancestor[live]]
+        ancestor[live] = parent[ancestor[live]]
+        live = live[ancestor[live] >= 0]
+    return found

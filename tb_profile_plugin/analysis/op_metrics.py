@@ -24,7 +24,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.forest import Forest
-from tb_profile_plugin.analysis.nesting import compute_nesting
+from tb_profile_plugin.analysis.nesting import compute_nesting, under
 from tb_profile_plugin.analysis.op_names import Op, OpCategory, is_tf_op_name, parse_op
 from tb_profile_plugin.analysis.step_db import EventType
 from tb_profile_plugin.xspace.schema import is_device_plane
@@ -95,18 +95,8 @@ def _eager(table: EventTable, forest: Forest) -> np.ndarray:
     """Per event: under EagerKernelExecute and not under ExecutorState::Process (same line)."""
     eager_root = table.event_mask(table.names_matching(lambda s: s == "EagerKernelExecute"))
     executor = table.event_mask(table.names_matching(lambda s: s == "ExecutorState::Process"))
-    under_eager = np.zeros(len(table), bool)
-    under_executor = np.zeros(len(table), bool)
     parent = forest.nesting.parent
-    ancestor = parent.copy()
-    while True:
-        live = np.flatnonzero(ancestor >= 0)
-        if len(live) == 0:
-            break
-        under_eager[live] |= eager_root[ancestor[live]]
-        under_executor[live] |= executor[ancestor[live]]
-        ancestor[live] = parent[ancestor[live]]
-    return under_eager & ~under_executor
+    return under(eager_root, parent) & ~under(executor, parent)
 
 
 def _aggregate(
@@ -173,17 +163,16 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
 
     # Host ops: events named like ops, plus events carrying a `tf_op` stat that names an op
     # (allocations inside the op): the reference counts those as zero-time runs of the op.
-    tf_op_text = table.str_stat("tf_op")
+    op_code, op_texts = table.str_stat_codes("tf_op")
     host_by_name = ~on_device & is_op_name[table.name_id]
-    op_of_event: dict[int, Op] = {}
-    for event, text in tf_op_text.items():  # sparse: few events carry tf_op on the host
-        if not on_device[event] and not host_by_name[event]:
-            op = parse_op(text)
-            if not op.is_op and is_tf_op_name(text):  # `tf_op` often holds the name alone
-                op = Op(OpCategory.TENSORFLOW, text, "")
-            if op.is_op:
-                op_of_event[event] = op
-    extra = np.fromiter(op_of_event, np.int64, len(op_of_event))
+    tagged = np.flatnonzero((op_code >= 0) & ~on_device & ~host_by_name)
+    tagged_ops: list[Op | None] = []
+    for text in op_texts:  # distinct tf_op texts, not events
+        op = parse_op(text)
+        if not op.is_op and is_tf_op_name(text):  # `tf_op` often holds the name alone
+            op = Op(OpCategory.TENSORFLOW, text, "")
+        tagged_ops.append(op if op.is_op else None)
+    extra = tagged[[tagged_ops[c] is not None for c in op_code[tagged]]] if len(tagged) else tagged
     is_host_op = host_by_name.copy()
     is_host_op[extra] = True
     host_events = np.flatnonzero(is_host_op)  # line-major order
@@ -207,38 +196,38 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
     event_key = name_to_key[table.name_id[host_events]]
     if len(extra):
         positions = np.searchsorted(host_events, extra)
-        event_key[positions] = [key_of(op_of_event[int(e)]) for e in extra]
+        code_key = {int(c): key_of(op) for c in np.unique(op_code[extra]).tolist()
+                    if (op := tagged_ops[c]) is not None}
+        event_key[positions] = [code_key[c] for c in op_code[extra].tolist()]
     host = _aggregate(list(index), event_key, table.duration_ps[host_events], self_time,
                       eager[host_events], types_by_key, categories_by_key,
                       int(idle) if len(host_events) else None)
 
     # Device ops: kernel name under its TensorFlow op.
     device_events = np.flatnonzero(on_device)
-    dev_keys: dict[tuple[str, str], int] = {}
-    dev_key_of_event = np.zeros(len(device_events), np.int64)
+    pairs = np.stack([op_code[device_events], table.name_id[device_events]], axis=1)
+    unique_pairs, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    dev_key_of_event = inverse.ravel().astype(np.int64)
+    labels: list[str] = []
     tf_of_key: list[str] = []
     type_of_key: list[str] = []
-    for j, event in enumerate(device_events.tolist()):  # device planes: kernels, one row each
-        tf_op = tf_op_text.get(event, "")
-        key = (tf_op, table.names[table.name_id[event]])
-        if key not in dev_keys:
-            dev_keys[key] = len(dev_keys)
-            parsed_tf = parse_op(tf_op) if tf_op else None
-            if parsed_tf is not None and parsed_tf.is_op:
-                tf_of_key.append(parsed_tf.name)
-                type_of_key.append(parsed_tf.type)
-            else:  # an unusual op name is still the op's name, never the kernel's
-                name, _, op_type = tf_op.partition(":")
-                tf_of_key.append(name or key[1])
-                type_of_key.append(op_type or _device_kind(key[1]))
-        dev_key_of_event[j] = dev_keys[key]
+    for code, name_id in unique_pairs.tolist():  # one per distinct (op, kernel), not per event
+        kernel = table.names[name_id]
+        tf_op = op_texts[code] if code >= 0 else ""
+        parsed_tf = parse_op(tf_op) if tf_op else None
+        if parsed_tf is not None and parsed_tf.is_op:
+            tf_of_key.append(parsed_tf.name)
+            type_of_key.append(parsed_tf.type)
+        else:  # an unusual op name is still the op's name, never the kernel's
+            name, _, op_type = tf_op.partition(":")
+            tf_of_key.append(name or kernel)
+            type_of_key.append(op_type or _device_kind(kernel))
+        labels.append(f"{tf_op}/{kernel}" if tf_op else kernel)
     dev_self, dev_idle = _self_times(table, device_events)
-    device_names = [f"{tf}/{kernel}" if tf else kernel for tf, kernel in dev_keys]
-    device = _aggregate(device_names, dev_key_of_event, table.duration_ps[device_events],
+    device = _aggregate(labels, dev_key_of_event, table.duration_ps[device_events],
                         dev_self, eager[device_events], type_of_key, type_of_key,
                         int(dev_idle) if len(device_events) else None)
-    device_tf_ops = _per_tf_op(device.without_idle(), [tf_of_key[i] for i in range(len(tf_of_key))],
-                               type_of_key, dev_key_of_event, dev_keys)
+    device_tf_ops = _per_tf_op(device.without_idle(), tf_of_key, type_of_key, dev_key_of_event)
     compute16 = int(table.duration_ps[device_events][
         event_types[device_events] == EventType.DEVICE_COMPUTE_16].sum())
     compute32 = int(table.duration_ps[device_events][
@@ -258,22 +247,18 @@ def _device_kind(kernel_name: str) -> str:
 
 
 def _per_tf_op(device: OpTable, tf_of_key: list[str], type_of_key: list[str],
-               key_of_event: np.ndarray, dev_keys: dict[tuple[str, str], int]) -> OpTable:
-    """Device rows summed per TensorFlow op; occurrences = the most any one kernel ran."""
+               key_of_event: np.ndarray) -> OpTable:
+    """Device rows summed per TensorFlow op; occurrences = the most any one kernel ran.
+
+    `device` has one row per key, in key order (every key ran at least once)."""
     names = sorted(set(tf_of_key))
     index = {n: i for i, n in enumerate(names)}
     per_key_occ = np.bincount(key_of_event, minlength=len(tf_of_key))
-    per_key_total = np.zeros(len(tf_of_key), np.int64)
-    by_name = dict(zip(device.name, range(len(device.name)), strict=True))
-    labels = [f"{tf}/{kernel}" if tf else kernel for tf, kernel in dev_keys]
-    for key, label in enumerate(labels):
-        if label in by_name:
-            per_key_total[key] = device.self_ps[by_name[label]]
-    target = np.array([index[tf_of_key[k]] for k in range(len(tf_of_key))], np.int64)
+    target = np.array([index[n] for n in tf_of_key], np.int64)
     occurrences = np.zeros(len(names), np.int64)
     total = np.zeros(len(names), np.int64)
     np.maximum.at(occurrences, target, per_key_occ)
-    np.add.at(total, target, per_key_total)
+    np.add.at(total, target, device.self_ps)
     types = [""] * len(names)
     for k, t in enumerate(type_of_key):
         types[target[k]] = t

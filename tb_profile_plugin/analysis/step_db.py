@@ -138,12 +138,12 @@ def classify(forest: Forest) -> tuple[np.ndarray, np.ndarray, bool]:
     if has_device:
         launch = (~on_device) & (table.int_stat("correlation_id") >= 0) & (types >= 0)
         types[launch & (types == EventType.HOST_COMPUTE)] = EventType.HOST_PREPARE
-        shape = table.str_stat("shape")
-        computes = np.flatnonzero(on_device & ((types == EventType.DEVICE_COMPUTE_16)
-                                               | (types == EventType.DEVICE_COMPUTE_32)))
-        for i in computes[np.isin(computes, np.fromiter(shape, np.int64, len(shape)))].tolist():
-            half = "half" in shape[i]
-            types[i] = EventType.DEVICE_COMPUTE_16 if half else EventType.DEVICE_COMPUTE_32
+        shape_code, shapes = table.str_stat_codes("shape")
+        is_half = np.array([("half" in text) for text in shapes] + [False])
+        computes = on_device & ((types == EventType.DEVICE_COMPUTE_16)
+                                | (types == EventType.DEVICE_COMPUTE_32)) & (shape_code >= 0)
+        types[computes] = np.where(is_half[shape_code[computes]], EventType.DEVICE_COMPUTE_16,
+                                   EventType.DEVICE_COMPUTE_32)
     # A group's root marks its step unless it is an implicit root (a function, session or
     # executor run the runtime marks as a root on its own): those carry no step name.
     implicit = table.names_matching(lambda s: s in IMPLICIT_ROOT_NAMES)[table.name_id]
