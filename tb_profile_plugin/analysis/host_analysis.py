@@ -1,6 +1,7 @@
 """Everything the analysis views need from one host's profile, computed once and kept.
 
-`analyze(profile)` builds the event table, forest, step database and op metrics, and reads
+`analyze(profile)` builds the event table, forest, step database, op metrics and kernel
+statistics, and reads
 the run environment from the planes. The result is memoised per decoded profile (the store
 keeps decoded profiles, so a second request for any view of the same file is served from
 memory).
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from tb_profile_plugin.analysis.events import build_event_table
 from tb_profile_plugin.analysis.forest import build_forest
+from tb_profile_plugin.analysis.kernel_stats import KernelStats, build_kernel_stats
 from tb_profile_plugin.analysis.op_metrics import OpMetrics, build_op_metrics
 from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
 from tb_profile_plugin.xspace.model import Profile
@@ -37,6 +39,7 @@ class HostAnalysis:
     has_device: bool
     has_tf_data: bool
     num_device_kernels: int
+    kernels: KernelStats
 
 
 _cache: dict[int, HostAnalysis] = {}
@@ -81,5 +84,5 @@ def _analyze(profile: Profile) -> HostAnalysis:
     return HostAnalysis(
         steps=steps, ops=ops, environment=_environment(profile), root_rule=forest.root_rule,
         num_groups=forest.num_groups, has_device=has_device, has_tf_data=has_tf_data,
-        num_device_kernels=int(on_device.sum()),
+        num_device_kernels=int(on_device.sum()), kernels=build_kernel_stats(table),
     )

@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.host_analysis import analyze
 from tb_profile_plugin.analysis.kernel_stats import (
     KernelDetails,
     KernelRow,
     KernelStats,
-    build_kernel_stats,
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
@@ -26,7 +25,7 @@ _PS_PER_US = 1e6
 
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
-    stats = merge([build_kernel_stats(build_event_table(p)) for p in request.profiles.values()])
+    stats = merge([analyze(p).kernels for p in request.profiles.values()])
     if len(request.profiles) > 1:
         diagnostics.info.append(f"rows are summed over {len(request.profiles)} hosts")
     if not stats.rows:

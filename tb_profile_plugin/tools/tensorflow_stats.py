@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.events import build_event_table
 from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.kernel_stats import KernelStats, build_kernel_stats
+from tb_profile_plugin.analysis.kernel_stats import KernelStats
 from tb_profile_plugin.analysis.op_metrics import IDLE, OpTable
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.analysis_views import has_host_events
@@ -131,7 +130,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
     has_device = any(a.has_device for a in analyses)
     device: list[dict[str, Any]] = []
     if has_device:
-        kernels = [build_kernel_stats(build_event_table(p)) for p in request.profiles.values()]
+        kernels = [a.kernels for a in analyses]
         device = side_rows(
             merge_tables([a.ops.device_tf_ops_with_idle for a in analyses if a.has_device]),
             "Device",
