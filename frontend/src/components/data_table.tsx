@@ -340,3 +340,9 @@ function Pager(props: PagerProps) {
     </nav>
   );
 }
+
+/** A table's `minWidth`: the fixed columns' widths (em) plus room for the flexible one. */
+export function minTableWidth<Row>(columns: readonly Column<Row>[], flexibleEm: number): string {
+  const fixed = columns.reduce((sum, column) => sum + Number.parseFloat(column.width ?? "0"), 0);
+  return `${fixed + flexibleEm}em`;
+}

@@ -17,7 +17,7 @@
  * `badge` and `data-value` yes/no, csv-link, kernel-empty (no kernels).
  */
 import { useMemo } from "preact/hooks";
-import { DataTable, type Column, type Filter } from "../components/data_table";
+import { DataTable, minTableWidth, type Column, type Filter } from "../components/data_table";
 import { DiagnosticsPanel } from "./diagnostics";
 import {
   bool,
@@ -209,9 +209,7 @@ const COLUMNS: readonly Column<KernelRow>[] = [
 
 /** The kernel-name column's width at least, on top of the fixed columns. */
 const KERNEL_MIN_EM = 22;
-const MIN_WIDTH = `${
-  COLUMNS.reduce((sum, column) => sum + Number.parseFloat(column.width ?? "0"), 0) + KERNEL_MIN_EM
-}em`;
+const MIN_WIDTH = minTableWidth(COLUMNS, KERNEL_MIN_EM);
 
 const FILTERS: readonly Filter<KernelRow>[] = [
   { key: "kernel_name", label: "Filter by kernel name", text: (row) => row.kernel_name },

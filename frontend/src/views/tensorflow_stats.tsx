@@ -20,7 +20,7 @@
  * tfstats-row (data-op-name, data-side, data-rank) with tfstats-row-<column> cells, csv-link.
  */
 import { useMemo } from "preact/hooks";
-import { DataTable, type Column, type Filter } from "../components/data_table";
+import { DataTable, minTableWidth, type Column, type Filter } from "../components/data_table";
 import { NO_PARAMS } from "../location";
 import { DiagnosticsPanel } from "./diagnostics";
 import {
@@ -159,10 +159,6 @@ const FILTERS: readonly Filter<OpRow>[] = [
   { key: "op_name", label: "Filter by op name", text: (row) => row.op_name },
 ];
 
-function minWidth(columns: readonly Column<OpRow>[]): string {
-  const fixed = columns.reduce((sum, column) => sum + Number.parseFloat(column.width ?? "0"), 0);
-  return `${fixed + NAME_MIN_EM}em`;
-}
 
 function idleColored(parts: readonly Part[]): Part[] {
   return parts.map((part) => (part.name === IDLE ? { ...part, color: IDLE_COLOR } : part));
@@ -301,7 +297,7 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
           sortable
           filters={FILTERS}
           pageSize={100}
-          minWidth={minWidth(columns)}
+          minWidth={minTableWidth(columns, NAME_MIN_EM)}
           empty="No ops: the profile holds no op events."
         />
       </Section>
