@@ -11,6 +11,7 @@ Exit codes: 0 success, 2 usage error, 3 no profile found, 4 unreadable profile.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -22,6 +23,12 @@ from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.store import ProfileStore
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
+
+#: Subcommands that live in their own modules, in the order `--help` lists them: command name
+#: -> module. Each module defines `HELP: str`, `add_arguments(parser)` and `run(args) -> int`
+#: (returning an exit code; raising `ProfileError` is turned into its message and exit code).
+COMMAND_MODULES: dict[str, str] = {
+}
 
 
 def _tensorboard(logdir: str, port: int, host: str) -> int:
@@ -104,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("path", help="a logdir, a run directory or an .xplane.pb")
     view.add_argument("view", help="view name, e.g. profile_info")
     view.add_argument("--host", default=None)
+    for name, module_name in COMMAND_MODULES.items():
+        module = importlib.import_module(module_name)
+        module.add_arguments(commands.add_parser(name, help=module.HELP))
     return parser
 
 
@@ -127,6 +137,8 @@ def _run(args: argparse.Namespace) -> int:
             return _tensorboard(args.logdir, args.port, args.host)
         if args.command == "view":
             return _view(args.path, args.view, args.host)
+        if args.command in COMMAND_MODULES:
+            return int(importlib.import_module(COMMAND_MODULES[args.command]).run(args))
     except ProfileError as exc:
         print(f"tb-profile: {exc}", file=sys.stderr)
         return exc.exit_code
