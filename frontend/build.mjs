@@ -69,6 +69,13 @@ function thirdPartyNotices(metafile) {
       if (match) packages.add(match[1]);
     }
   }
+  // A package may ship a dist that already inlines its dependencies (@dagrejs/dagre inlines
+  // @dagrejs/graphlib): their notices travel too.
+  for (const name of [...packages]) {
+    const meta = JSON.parse(readFileSync(join(here, "node_modules", name, "package.json"), "utf8"));
+    for (const dep of Object.keys(meta.dependencies ?? {}))
+      if (existsSync(join(here, "node_modules", dep, "package.json"))) packages.add(dep);
+  }
   const sections = [...packages].sort().map((name) => {
     const dir = join(here, "node_modules", name);
     const meta = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));

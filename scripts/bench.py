@@ -18,6 +18,11 @@ Each figure comes from a fresh child process, so nothing is warm that should not
   reference_<view>_s  with `--reference-python PY`: the reference plugin's conversion of the
                    same file, timed in a separate interpreter that has `xprof` installed (a
                    scratch venv outside the project; the project never imports it)
+With `--trace PATH`: the trace viewer's window queries, the every-1-ms-window check on PATH,
+the reference's `trace_viewer@`, and a 10M-event synthetic profile served by a real TensorBoard
+(scripts/bench_trace.py).
+With `--hosts N` (no path): one synthetic host vs N hosts analysed in parallel, wall time and
+peak memory of the process tree (scripts/bench_hosts.py).
 Prints one JSON object; `--json-out F` also writes it to F.
 """
 
@@ -129,10 +134,39 @@ def _find(path: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path, help="an .xplane.pb or a directory holding one")
+    parser.add_argument("path", type=Path, nargs="?",
+                        help="an .xplane.pb or a directory holding one")
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--reference-python", help="python of a scratch venv with xprof")
+    parser.add_argument("--hosts", type=int, help="multi-host mode: N synthetic hosts")
+    parser.add_argument("--trace", action="store_true",
+                        help="trace viewer mode: window queries on PATH (scripts/bench_trace.py)")
+    parser.add_argument("--trace-synthetic-events", type=int, default=10_000_000,
+                        help="with --trace: events of the synthetic profile served (0: skip)")
     args = parser.parse_args()
+    if args.trace:
+        if args.path is None:
+            parser.error("--trace needs a path")
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_trace import run as run_trace
+
+        text = json.dumps(run_trace(_find(args.path), args.reference_python,
+                                    args.trace_synthetic_events), indent=2)
+        print(text)
+        if args.json_out:
+            args.json_out.write_text(text + "\n")
+        return 0
+    if args.hosts:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_hosts import run
+
+        text = json.dumps(run(args.hosts), indent=2)
+        print(text)
+        if args.json_out:
+            args.json_out.write_text(text + "\n")
+        return 0
+    if args.path is None:
+        parser.error("give a path, or --hosts N")
     path = _find(args.path)
     with tempfile.TemporaryDirectory() as cache_dir:
         env = dict(os.environ, TB_PROFILE_CACHE_DIR=cache_dir)

@@ -70,6 +70,16 @@ class ProfilePluginLoader(base_plugin.TBLoader):
                 "profile, xprof): which one serves the Profile tab. Default tb-profile; also "
                 f"settable with ${metadata.CHOICE_ENV}.",
             )
+            group.add_argument(
+                f"--{metadata.CAPTURE_FLAG}",
+                choices=("on", "off"),
+                default="on",
+                help="Whether the Profile tab may capture profiles (Capture Profile: TensorBoard "
+                "connects to the host:port a user types and writes the trace into the logdir). "
+                "Default on. Turn it off when TensorBoard listens beyond localhost (--bind_all, "
+                "--host 0.0.0.0): anyone who can reach TensorBoard could then make it connect "
+                "to any address its machine can reach and fill the logdir.",
+            )
         except argparse.ArgumentError:
             pass  # defined already (two loaders of this package)
         for entry_point in other_profile_plugins():

@@ -10,3 +10,5 @@ CHOICE_FLAG = "profile_plugin"
 CHOICE_ENV = "TB_PROFILE_PLUGIN"
 CHOICE_OURS = "tb-profile"
 CHOICE_OTHER = "other"
+#: TensorBoard flag switching the capture_profile route off (`--profile_capture=off`).
+CAPTURE_FLAG = "profile_capture"

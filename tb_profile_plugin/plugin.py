@@ -13,6 +13,7 @@ import io
 import json
 import logging
 import mimetypes
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from werkzeug import Request, Response
 from tb_profile_plugin import metadata
 from tb_profile_plugin.errors import BadRequest, NotFound, ProfileError, UnreadableProfile
 from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name
-from tb_profile_plugin.tools import registry
+from tb_profile_plugin.tools import compare, registry
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.store import ProfileStore
 
@@ -92,6 +93,9 @@ class ProfilePlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext) -> None:
         self._logdir = LogDir(context.logdir or "")
         self._store = ProfileStore()
+        flags = getattr(context, "flags", None)
+        self._capture_enabled = getattr(flags, metadata.CAPTURE_FLAG, "on") != "off"
+        self._capture_lock = threading.Lock()
 
     # --- TensorBoard's plugin interface -------------------------------------------------
 
@@ -115,6 +119,10 @@ class ProfilePlugin(base_plugin.TBPlugin):
             "/hosts": _respond_errors(self._serve_hosts),
             "/data": _respond_errors(self._serve_data),
             "/data_csv": _respond_errors(self._serve_data_csv),
+            "/capture_profile": _respond_errors(self._serve_capture_profile),
+            "/compare": _respond_errors(self._serve_compare),
+            "/trace_event": _respond_errors(self._serve_trace_event),
+            "/trace_search": _respond_errors(self._serve_trace_search),
         }
         if STATIC_DIR.is_dir():
             for path in sorted(STATIC_DIR.iterdir()):
@@ -166,6 +174,53 @@ class ProfilePlugin(base_plugin.TBPlugin):
             headers={"Content-Disposition": f'attachment; filename="{filename}"'},
         )
 
+    def _serve_compare(self, request: Request) -> Response:
+        sides = []
+        for key in ("a", "b"):
+            run = self._logdir.run(request.args.get(f"run_{key}", ""))
+            host = request.args.get(f"host_{key}", "") or None
+            if host and host != ALL_HOSTS:
+                self._logdir.host_path(run, host)  # 400 for malformed text, 404 if absent
+            files = {h: run.xplane_path(h) for h in run.hosts}
+            sides.append(compare.Side(run.name, files, host))
+        return _json(request, compare.compare(sides[0], sides[1], self._store.open))
+
+    def _serve_capture_profile(self, request: Request) -> Response:
+        """Capture running profiler servers into a new run (GET or POST form; capture.py)."""
+        from tb_profile_plugin import capture
+
+        if not self._capture_enabled:
+            raise capture.CaptureDisabled(
+                f"capture is switched off in this TensorBoard (--{metadata.CAPTURE_FLAG}=off); "
+                "capture from a terminal with: tb-profile capture HOST:PORT --logdir LOGDIR"
+            )
+        params = request.values
+        addresses = params.get("service_addr", "")
+        capture.parse_addresses(addresses)  # 400 before anything else
+        options = capture.CaptureOptions.from_params(params)
+        run = params.get("run", "")
+        if not self._capture_lock.acquire(blocking=False):
+            raise capture.CaptureBusy("another capture is running in this TensorBoard; wait "
+                                      "for it to finish and try again")
+        try:
+            result = capture.capture(addresses, self._logdir.root, options, run=run)
+        finally:
+            self._capture_lock.release()
+        self._logdir.run(result.run)  # rescans the logdir, so the runs route lists it at once
+        return _json(request, result.as_json())
+
+    def _serve_trace_event(self, request: Request) -> Response:
+        from tb_profile_plugin.tools import trace_viewer
+
+        _, view_request = self._view_request(request, trace_viewer.NAME)
+        return _json(request, trace_viewer.event(view_request))
+
+    def _serve_trace_search(self, request: Request) -> Response:
+        from tb_profile_plugin.tools import trace_viewer
+
+        _, view_request = self._view_request(request, trace_viewer.NAME)
+        return _json(request, trace_viewer.search_route(view_request))
+
     def _static_handler(self, path: Path) -> Handler:
         content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         if path.suffix in (".js", ".mjs"):
@@ -180,8 +235,10 @@ class ProfilePlugin(base_plugin.TBPlugin):
 
     # --- helpers ------------------------------------------------------------------------
 
-    def _view_request(self, request: Request) -> tuple[registry.View, registry.ViewRequest]:
-        tag = request.args.get("tag", "")
+    def _view_request(
+        self, request: Request, tag: str | None = None
+    ) -> tuple[registry.View, registry.ViewRequest]:
+        tag = tag or request.args.get("tag", "")
         if not tag:
             raise BadRequest("the tag parameter (the view) is missing")
         view = registry.VIEWS.get(tag)
@@ -209,7 +266,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
         if not view.available(facts):
             raise NotFound(f"view {view.name} has no data for run {run.name!r} host {host!r}")
         params = {k: v for k, v in request.args.items() if k not in ("run", "tag", "host")}
-        return view, registry.ViewRequest(run.name, host, profiles, params)
+        return view, registry.ViewRequest(run.name, host, profiles, params, paths)
 
     def _readable_profiles(self, run: Run) -> tuple[dict[str, Profile], list[str]]:
         profiles: dict[str, Profile] = {}

@@ -73,3 +73,27 @@ export async function getJson<T>(url: string, signal?: AbortSignal): Promise<T> 
     throw new ApiError(`The answer from ${url} is not valid JSON.`, response.status);
   }
 }
+
+/** POSTs `params` as a form to a route and returns its JSON; rejects with ApiError. */
+export async function postForm<T>(url: string, params: Params): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+      body: new URLSearchParams(params),
+    });
+  } catch (error) {
+    throw new ApiError(
+      `Could not reach the TensorBoard server (${String(error)}). Is it still running?`,
+      null,
+    );
+  }
+  if (!response.ok) throw new ApiError(await errorMessage(response), response.status);
+  try {
+    return (await response.json()) as T;
+  } catch {
+    throw new ApiError(`The answer from ${url} is not valid JSON.`, response.status);
+  }
+}

@@ -13,6 +13,7 @@
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { routeUrl } from "./api";
+import { CaptureDialog } from "./components/capture_dialog";
 import { ALL_HOSTS, Sidebar } from "./components/sidebar";
 import {
   EmptyState,
@@ -29,6 +30,7 @@ import {
   type SelectionStore,
   type ViewParams,
 } from "./location";
+import { COMPARE_VIEW, ComparePage, compareSelection, compareToSelection } from "./views/compare";
 import { paramsFor, rendererFor, viewLabel } from "./views/registry";
 import type { ViewDocument } from "./views/types";
 
@@ -45,6 +47,7 @@ function pick(list: readonly string[] | null, wanted: string | null): string | n
 export function App({ store }: { store: SelectionStore }) {
   const [requested, setRequested] = useState<Selection>(() => store.read());
   const [reload, setReload] = useState(0);
+  const [captureOpen, setCaptureOpen] = useState(false);
   useEffect(() => store.subscribe(setRequested), [store]);
 
   const runs = useJson<readonly string[]>(routeUrl("runs"), reload);
@@ -55,7 +58,9 @@ export function App({ store }: { store: SelectionStore }) {
     run !== null ? routeUrl("run_tools", { run }) : null,
     reload,
   );
-  const view = pick(listOf(views), requested.view);
+  // The Compare page is not one of the run's views: no hosts or document of its own here.
+  const comparing = requested.view === COMPARE_VIEW;
+  const view = comparing ? null : pick(listOf(views), requested.view);
 
   const hosts = useJson<readonly string[]>(
     run !== null && view !== null ? routeUrl("hosts", { run, tag: view }) : null,
@@ -104,14 +109,23 @@ export function App({ store }: { store: SelectionStore }) {
         views={views}
         hosts={hosts}
         run={run}
-        view={view}
+        view={comparing ? COMPARE_VIEW : view}
         host={host}
         onRun={(value) => choose({ ...shown, run: value })}
         onView={(value) => choose({ run, view: value, host: shown.host, params: NO_PARAMS })}
         onHost={(value) => choose({ run, view, host: value, params: shown.params })}
         onRefresh={() => setReload((n) => n + 1)}
+        onCapture={() => setCaptureOpen(true)}
+        onCompare={() => choose({ run, view: COMPARE_VIEW, host: null, params: NO_PARAMS })}
       />
       <main class="main" data-testid="view-root">
+        {comparing ? (
+          <ComparePage
+            runs={runs}
+            selection={compareSelection(run, requested.host, requested.params)}
+            onSelect={(next) => choose(compareToSelection(next))}
+          />
+        ) : (
         <MainArea
           runs={runs}
           views={views}
@@ -124,8 +138,18 @@ export function App({ store }: { store: SelectionStore }) {
           params={params}
           onParams={(next) => choose({ run, view, host, params: next })}
           requestedView={requested.view}
+          onCapture={() => setCaptureOpen(true)}
         />
+        )}
       </main>
+      <CaptureDialog
+        open={captureOpen}
+        onClose={() => setCaptureOpen(false)}
+        onCaptured={(newRun) => {
+          setReload((n) => n + 1);
+          choose({ run: newRun, view: null, host: null, params: NO_PARAMS });
+        }}
+      />
     </div>
   );
 }
@@ -143,6 +167,7 @@ interface MainAreaProps {
   readonly params: ViewParams;
   readonly onParams: (params: ViewParams) => void;
   readonly requestedView: string | null;
+  readonly onCapture: () => void;
 }
 
 /** Whatever the main area shows: the first error, loading step or empty state, else the view. */
@@ -150,7 +175,8 @@ function MainArea(props: MainAreaProps) {
   const { runs, views, hosts, doc, run, view, host } = props;
 
   if (runs.state === "error") return <ErrorMessage title="Could not list runs" message={runs.error} />;
-  if (runs.state === "ok" && runs.data.length === 0) return <EmptyState />;
+  if (runs.state === "ok" && runs.data.length === 0)
+    return <EmptyState onCapture={props.onCapture} />;
   if (run === null) return <Loading what="runs" />;
 
   if (views.state === "error")

@@ -43,7 +43,14 @@ export const NO_PARAMS: ViewParams = Object.freeze({});
 export const EMPTY_SELECTION: Selection = { run: null, view: null, host: null, params: NO_PARAMS };
 
 /** The view parameters a URL may carry (which view takes which: views/registry.ts). */
-export const PARAM_KEYS = ["include_idle"] as const;
+export const PARAM_KEYS = [
+  "include_idle",
+  "run_b",
+  "host_b",
+  "memory_id",
+  "start_time_ms",
+  "end_time_ms",
+] as const;
 
 export type HistoryMode = "push" | "replace";
 

@@ -1,10 +1,17 @@
 """Everything the analysis views need from one host's profile, computed once and kept.
 
 `analyze(profile)` builds the event table, forest, step database, op metrics and kernel
-statistics, and reads
-the run environment from the planes. The result is memoised per decoded profile (the store
-keeps decoded profiles, so a second request for any view of the same file is served from
-memory).
+statistics, and reads the run environment from the planes. The result is memoised per decoded
+profile (the store keeps decoded profiles, so a second request for any view of the same file is
+served from memory).
+
+`analyze_file(path)` is the same as a pure function of a file: it decodes the file (through the
+disk cache), analyses it and returns only the `HostAnalysis`, a few small arrays and tables that
+pickle cheaply, so a process pool can run it for every host of a run (analysis/host_pool.py)
+while each worker holds one decoded host at a time.
+
+On GPU hosts `core_steps` holds one step database per GPU plane (the host's events with only
+that GPU's device events), for the pod viewer's per-core columns.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ from tb_profile_plugin.analysis.op_metrics import OpMetrics, build_op_metrics
 from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.schema import is_device_plane, is_gpu_plane
+
+#: Line timestamps below this (ns) are relative to the capture start, not since the epoch.
+_RELATIVE_TIMESTAMP_NS = 10**17
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,11 @@ class HostAnalysis:
     has_tf_data: bool
     num_device_kernels: int
     kernels: KernelStats
+    #: Absolute time (ns since the epoch, when the profile says) of the steps' 0 ps: lets steps
+    #: of different hosts be compared in time.
+    time_base_ns: int = 0
+    #: GPU hosts: (GPU plane name, its step database), one per GPU plane.
+    core_steps: tuple[tuple[str, StepDb], ...] = ()
 
 
 _cache: dict[int, HostAnalysis] = {}
@@ -58,6 +73,28 @@ def analyze(profile: Profile) -> HostAnalysis:
             _cache[key] = result
             weakref.finalize(profile, _cache.pop, key, None)
     return result
+
+
+def analyze_file(path: str) -> HostAnalysis:
+    """The analysis of one host file, keeping nothing else (a pure function for the pool)."""
+    from tb_profile_plugin.xspace.store import ProfileStore
+
+    return _analyze(ProfileStore(max_bytes=0).open(path))
+
+
+def time_base_ns(profile: Profile) -> int:
+    """Absolute ns of the profile's 0 ps.
+
+    Profiles captured over gRPC store line timestamps relative to the capture start; the
+    `Task Environment` plane's `profile_start_time` stat then gives the absolute start.
+    """
+    if profile.origin_ns >= _RELATIVE_TIMESTAMP_NS:
+        return profile.origin_ns
+    for plane in profile.planes:
+        start = plane.stat_values().get("profile_start_time") if not plane.lines else None
+        if isinstance(start, int) and start > 0:
+            return start + profile.origin_ns
+    return profile.origin_ns
 
 
 def _environment(profile: Profile) -> RunEnvironment:
@@ -81,8 +118,15 @@ def _analyze(profile: Profile) -> HostAnalysis:
     steps = build_step_db(forest, classified)
     ops = build_op_metrics(forest, types)
     has_tf_data = any(name.startswith("Iterator::") for name in table.names)
+    core_steps = []
+    for index, plane in enumerate(profile.planes):
+        if is_gpu_plane(plane.name):
+            own = types.copy()
+            own[on_device & (table.plane_index != index)] = -1  # other GPUs' events
+            core_steps.append((plane.name, build_step_db(forest, (own, on_device, has_device))))
     return HostAnalysis(
         steps=steps, ops=ops, environment=_environment(profile), root_rule=forest.root_rule,
         num_groups=forest.num_groups, has_device=has_device, has_tf_data=has_tf_data,
         num_device_kernels=int(on_device.sum()), kernels=build_kernel_stats(table),
+        time_base_ns=time_base_ns(profile), core_steps=tuple(core_steps),
     )

@@ -13,6 +13,14 @@ is the depth:
 A zero-length event closes half a picosecond after it opens, so it nests inside whatever is
 open at that instant. The parent of an event at depth d is the latest event opened at depth
 d - 1 before it on the same line: one `searchsorted` per depth level.
+
+Events that overlap without nesting (the Python tracer's `$trace.py __init__` opens before a
+`tf.profiler.experimental.Trace` and closes inside it) break that count. Such a line is
+found exactly: in a properly nested line every close leaves the running count at the closing
+event's own depth. Its events are then nested as a stack would nest them (events by start,
+longer first; an event's parent is the latest earlier event that still encloses it), which
+is the nearest earlier event, in that order, whose end is not before its end:
+`stack_nesting`, a binary search over a sparse table of running maxima.
 """
 
 from __future__ import annotations
@@ -52,8 +60,16 @@ def compute_nesting(
         running = np.cumsum(delta)
         is_open = boundary >= count
         opened = by_start[boundary[is_open] - count]  # local event index, in boundary order
-        depth[lo + opened] = running[is_open] - 1
-        open_order_parts.append(lo + opened)
+        local_depth = np.empty(count, np.int32)
+        local_depth[opened] = running[is_open] - 1
+        closed = by_start[boundary[~is_open]]
+        if np.array_equal(running[~is_open], local_depth[closed]):
+            depth[lo + opened] = local_depth[opened]
+            open_order_parts.append(lo + opened)
+        else:  # some events overlap without nesting: nest this line as a stack would
+            line_parent, line_depth = stack_nesting(by_start, close_t)
+            depth[lo:hi] = line_depth
+            parent[lo:hi] = np.where(line_parent >= 0, line_parent + lo, -1)
     if not open_order_parts:
         return Nesting(depth, parent)
     open_order = np.concatenate(open_order_parts)  # global event ids in global boundary order
@@ -74,6 +90,41 @@ def compute_nesting(
         ok = valid & same_line
         parent[child[ok]] = candidate[ok]
     return Nesting(depth, parent)
+
+
+def stack_nesting(by_start: np.ndarray, close_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(parent, depth) per local event of one line, from the events' `by_start` order and
+    their doubled close times in that order: the parent of the i-th is the nearest j < i
+    whose close is not before its own (what a stack keeps on top once every event that ended
+    before it is popped)."""
+    n = len(close_t)
+    # tables[k][p] = max(close_t[p : p + 2**k])
+    tables = [close_t]
+    while (1 << len(tables)) <= n:
+        prev, half = tables[-1], 1 << (len(tables) - 1)
+        tables.append(np.maximum(prev[:-half], prev[half:]))
+    index = np.arange(n)
+    run = np.zeros(n, np.int64)  # length of the run of closes before i that end before i's
+    for k in range(len(tables) - 1, -1, -1):
+        size = 1 << k
+        first = index - run - size  # the block [first, first + size) just left of the run
+        ok = first >= 0
+        block_max = tables[k][np.maximum(first, 0)]
+        grow = ok & (block_max < close_t)
+        run[grow] += size
+    previous = index - run - 1
+    parent_sorted = np.where(previous >= 0, previous, -1)
+    parent = np.full(n, -1, np.int64)
+    has = parent_sorted >= 0
+    parent[by_start[has]] = by_start[parent_sorted[has]]
+    depth = np.zeros(n, np.int32)
+    ancestor = parent.copy()
+    live = np.flatnonzero(ancestor >= 0)
+    while len(live):
+        depth[live] += 1
+        ancestor[live] = parent[ancestor[live]]
+        live = live[ancestor[live] >= 0]
+    return parent, depth
 
 
 def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:

@@ -1,25 +1,91 @@
-"""What the overview page and the input pipeline analyzer share: per-host analysis and envelope."""
+"""What the analysis views share: the requested host's analysis, or every host's combined.
+
+One host: its analysis, memoised per decoded profile. Several (ALL_HOSTS): every host's
+analysis from the per-file cache or a process pool (analysis/host_pool.py) when the request
+knows the files, else in this process, combined by analysis/multi_host.py; the step
+intersection is explained in the diagnostics.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tb_profile_plugin.analysis.advice import step_diagnostics
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze
+from tb_profile_plugin.analysis.host_pool import analyze_files
+from tb_profile_plugin.analysis.multi_host import MultiHost, alignment_diagnostics, combine
 from tb_profile_plugin.tools.document import Diagnostics
 from tb_profile_plugin.tools.registry import RunFacts, ViewRequest
+
+
+def profile_messages(request: ViewRequest, diagnostics: Diagnostics) -> None:
+    """The errors and warnings the profiler itself recorded, per host when there are several."""
+    several = len(request.profiles) > 1
+    for host, profile in request.profiles.items():
+        prefix = f"{host}: " if several else ""
+        for error in dict.fromkeys(profile.errors):
+            diagnostics.errors.append(f"{prefix}the profiler recorded an error: {error}")
+        for warning in dict.fromkeys(profile.warnings):
+            diagnostics.warnings.append(f"{prefix}the profiler recorded a warning: {warning}")
+
+
+def host_analyses(request: ViewRequest) -> dict[str, HostAnalysis]:
+    """Every requested host's analysis, in host order (see the module docstring)."""
+    if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
+        return analyze_files({h: request.paths[h] for h in request.profiles})
+    return {host: analyze(profile) for host, profile in request.profiles.items()}
 
 
 def single_host(request: ViewRequest, diagnostics: Diagnostics) -> tuple[str, HostAnalysis]:
     """The analysis of the one requested host, with its XSpace and step diagnostics added."""
     host, profile = next(iter(request.profiles.items()))
-    for error in dict.fromkeys(profile.errors):
-        diagnostics.errors.append(f"the profiler recorded an error: {error}")
-    for warning in dict.fromkeys(profile.warnings):
-        diagnostics.warnings.append(f"the profiler recorded a warning: {warning}")
+    profile_messages(request, diagnostics)
     analysis = analyze(profile)
     warnings, info = step_diagnostics("", analysis)
     diagnostics.warnings.extend(warnings)
     diagnostics.info.extend(info)
     return host, analysis
+
+
+def multi_host(request: ViewRequest, diagnostics: Diagnostics) -> MultiHost:
+    """Every requested host's analysis and their combination, with diagnostics per host."""
+    profile_messages(request, diagnostics)
+    analyses = host_analyses(request)
+    for host, analysis in analyses.items():
+        warnings, info = step_diagnostics(host, analysis)
+        diagnostics.warnings.extend(warnings)
+        diagnostics.info.extend(info)
+    multi = combine(analyses)
+    warnings, info = alignment_diagnostics(multi)
+    diagnostics.warnings.extend(warnings)
+    diagnostics.info.extend(info)
+    return multi
+
+
+def requested_analysis(
+    request: ViewRequest, diagnostics: Diagnostics
+) -> tuple[HostAnalysis, MultiHost | None]:
+    """The one host's analysis, or for several hosts the combined one and the combination."""
+    if len(request.profiles) == 1:
+        return single_host(request, diagnostics)[1], None
+    multi = multi_host(request, diagnostics)
+    return multi.combined, multi
+
+
+def hosts_json(multi: MultiHost) -> dict[str, Any]:
+    """How each host took part in the step intersection (the `multi_host` key)."""
+    a = multi.alignment
+    rows = []
+    for host, analysis in multi.analyses.items():
+        role = ("chief" if host == a.chief else "aligned" if host in a.indices
+                else "coordinator" if host in a.coordinators else "no_steps")
+        rows.append({
+            "host": host, "role": role, "num_steps": len(analysis.steps),
+            "num_common_steps": len(a.indices.get(host, ())),
+            "step_offset": a.offsets.get(host), "aligned_by_time": a.by_time.get(host),
+        })
+    return {"chief": a.chief, "num_common_steps": a.num_steps,
+            "empty_intersect": a.empty_intersect, "hosts": rows}
 
 
 def has_host_events(facts: RunFacts) -> bool:

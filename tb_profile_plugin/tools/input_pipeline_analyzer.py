@@ -12,6 +12,9 @@ tf.data iterators, infeed enqueues or host-to-device memcpys, classified as
 and the host breakdown scales the tf.data categories so that they sum to the non-enqueue
 input time: with ratio = min(1, average H2D time / average step time), non-enqueue time =
 enqueue * (1 - ratio) / ratio, or the whole tf.data time when nothing is enqueued.
+
+ALL_HOSTS: the steps are the overview's (common steps, each the slowest host's), the input ops
+are summed over hosts.
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ import numpy as np
 from tb_profile_plugin.analysis.breakdown import Stats, category_ps, steps_json, verdict
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis
 from tb_profile_plugin.analysis.step_db import EventType
-from tb_profile_plugin.tools.analysis_views import has_host_events, single_host
+from tb_profile_plugin.tools.analysis_views import (
+    has_host_events,
+    hosts_json,
+    requested_analysis,
+)
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.overview_page import steps_table
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
@@ -85,7 +92,7 @@ def host_breakdown_us(analysis: HostAnalysis, ops: list[dict[str, Any]]) -> dict
 
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
-    _, analysis = single_host(request, diagnostics)
+    analysis, multi = requested_analysis(request, diagnostics)
     steps = analysis.steps
     v = verdict(steps)
     cats = category_ps(steps)
@@ -97,15 +104,22 @@ def build(request: ViewRequest) -> dict[str, Any]:
         diagnostics.info.append(
             "no input ops on the host: the profile holds no tf.data iterator, infeed or "
             "host-to-device copy events (the input comes from Python or was not traced)")
+    step_rows = steps_json(steps)
+    extra: dict[str, Any] = {}
+    if multi is not None:
+        for row, host in zip(step_rows, multi.slowest_host, strict=True):
+            row["host"] = host
+        extra["multi_host"] = hosts_json(multi)
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
-        steps=steps_json(steps),
+        steps=step_rows,
         step_time_ms=Stats.of(steps.duration_ps / 1e9).to_json(),
         input_percent=Stats.of(per_step_input).to_json(),
         input_percent_total=v.input_percent,
         bottleneck={"input_bound": v.input_bound, "statement": v.statement},
         host_breakdown_us=host_breakdown_us(analysis, ops),
         input_ops=ops,
+        **extra,
     )
 
 
@@ -115,5 +129,5 @@ def input_ops_table(doc: dict[str, Any]) -> Table:
     return header, [[r[k] for k in header] for r in doc["input_ops"]]
 
 
-VIEW = register(View(NAME, VERSION, build, has_host_events,
+VIEW = register(View(NAME, VERSION, build, has_host_events, combines_hosts=True,
                      tables={"input_ops": input_ops_table, "steps": steps_table}))

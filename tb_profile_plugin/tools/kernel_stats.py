@@ -6,15 +6,10 @@ with `kernel_details` says why in its diagnostics (the CUPTI tracer did not reco
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.kernel_stats import (
-    KernelDetails,
-    KernelRow,
-    KernelStats,
-)
+from tb_profile_plugin.analysis.multi_host import merge_kernel_stats
+from tb_profile_plugin.tools.analysis_views import host_analyses
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
 
@@ -25,7 +20,7 @@ _PS_PER_US = 1e6
 
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
-    stats = merge([analyze(p).kernels for p in request.profiles.values()])
+    stats = merge_kernel_stats([a.kernels for a in host_analyses(request).values()])
     if len(request.profiles) > 1:
         diagnostics.info.append(f"rows are summed over {len(request.profiles)} hosts")
     if not stats.rows:
@@ -68,32 +63,6 @@ def build(request: ViewRequest) -> dict[str, Any]:
         host_count=len(request.profiles),
         num_rows=len(rows),
         rows=rows,
-    )
-
-
-def merge(all_stats: list[KernelStats]) -> KernelStats:
-    """Kernel stats of several hosts: rows with the same kernel, details and op summed."""
-    if len(all_stats) == 1:
-        return all_stats[0]
-    merged: dict[tuple[str, KernelDetails, str], KernelRow] = {}
-    for stats in all_stats:
-        for r in stats.rows:
-            key = (r.kernel_name, r.details, r.op_name)
-            old = merged.get(key)
-            merged[key] = (
-                r
-                if old is None
-                else replace(
-                    old,
-                    occurrences=old.occurrences + r.occurrences,
-                    total_ps=old.total_ps + r.total_ps,
-                    min_ps=min(old.min_ps, r.min_ps),
-                    max_ps=max(old.max_ps, r.max_ps),
-                )
-            )
-    rows = sorted(merged.values(), key=lambda r: (-r.total_ps, r.kernel_name, r.op_name))
-    return KernelStats(
-        rows, sum(s.num_gpu_planes for s in all_stats), sum(s.num_gpu_events for s in all_stats)
     )
 
 

@@ -3,6 +3,10 @@
 Keys (docs/api.md): steps, step_time_ms, categories (per category avg/stddev/min/max in ms and
 share of step time), input_percent, all_others_percent, bottleneck, device_compute_precision,
 top_device_ops, top_host_ops, run_environment, recommendations.
+
+ALL_HOSTS (analysis/multi_host.py): the steps common to every host, each the slowest host's
+step (its name in the step's `host`), ops summed over hosts; `multi_host` says how each host
+took part in the step intersection.
 """
 
 from __future__ import annotations
@@ -21,7 +25,11 @@ from tb_profile_plugin.analysis.breakdown import (
     verdict,
 )
 from tb_profile_plugin.analysis.op_metrics import OpTable
-from tb_profile_plugin.tools.analysis_views import has_host_events, single_host
+from tb_profile_plugin.tools.analysis_views import (
+    has_host_events,
+    hosts_json,
+    requested_analysis,
+)
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
 
@@ -52,7 +60,7 @@ def top_ops(table: OpTable, limit: int = TOP_OPS) -> list[dict[str, Any]]:
 
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
-    host, analysis = single_host(request, diagnostics)
+    analysis, multi = requested_analysis(request, diagnostics)
     steps = analysis.steps
     v = verdict(steps)
     total_ps = float(steps.duration_ps.sum())
@@ -65,9 +73,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
             "no device planes: a CPU-only profile, so device compute, precision and top device "
             "ops are empty (on a GPU machine this means no CUPTI trace was captured)")
     env = analysis.environment
+    step_rows = steps_json(steps)
+    extra: dict[str, Any] = {}
+    if multi is not None:
+        for row, host in zip(step_rows, multi.slowest_host, strict=True):
+            row["host"] = host
+        extra["multi_host"] = hosts_json(multi)
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
-        steps=steps_json(steps),
+        steps=step_rows,
         step_time_ms=Stats.of(steps.duration_ps / 1e9).to_json(),
         categories={
             name: {"label": CATEGORY_LABELS[name], **stats[name].to_json(),
@@ -92,6 +106,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         step_rule=analysis.root_rule,
         has_device=analysis.has_device,
         recommendations=recommendations(analysis),
+        **extra,
     )
 
 
@@ -103,4 +118,5 @@ def steps_table(doc: dict[str, Any]) -> Table:
     return header, rows
 
 
-VIEW = register(View(NAME, VERSION, build, has_host_events, tables={"steps": steps_table}))
+VIEW = register(View(NAME, VERSION, build, has_host_events, combines_hosts=True,
+                     tables={"steps": steps_table}))

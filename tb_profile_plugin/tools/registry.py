@@ -60,6 +60,9 @@ class ViewRequest:
     host: str  # a host name, or ALL_HOSTS
     profiles: Mapping[str, Profile]
     params: Mapping[str, str]
+    #: The xplane file of each host, where known: lets ALL_HOSTS views analyse the hosts in a
+    #: process pool with a per-file cache (analysis/host_pool.py).
+    paths: Mapping[str, str] = field(default_factory=dict)
 
 
 Table = tuple[list[str], list[list[Any]]]
@@ -98,9 +101,13 @@ def _register_builtin_views() -> None:
     from tb_profile_plugin.tools import (  # noqa: F401  (each registers itself)
         input_pipeline_analyzer,
         kernel_stats,
+        memory_profile,
         overview_page,
+        pod_viewer,
         profile_info,
         tensorflow_stats,
+        tf_data_bottleneck_analysis,
+        trace_viewer,
     )
 
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from tb_profile_plugin.analysis.host_analysis import analyze
 from tb_profile_plugin.analysis.kernel_stats import KernelStats
-from tb_profile_plugin.analysis.op_metrics import IDLE, OpTable
+from tb_profile_plugin.analysis.multi_host import merge_op_tables
+from tb_profile_plugin.analysis.op_metrics import OpTable
 from tb_profile_plugin.errors import BadRequest
-from tb_profile_plugin.tools.analysis_views import has_host_events
+from tb_profile_plugin.tools.analysis_views import has_host_events, host_analyses, profile_messages
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
 
@@ -33,40 +31,6 @@ def _include_idle(params: dict[str, str] | Any) -> bool:
     if value not in ("true", "false", "1", "0"):
         raise BadRequest(f"include_idle must be true or false, not {value!r}")
     return value in ("true", "1")
-
-
-def merge_tables(tables: list[OpTable]) -> OpTable:
-    """Op tables of several hosts summed per op name (IDLE rows too)."""
-    if len(tables) == 1:
-        return tables[0]
-    index: dict[str, int] = {}
-    kinds: dict[str, tuple[str, str]] = {}
-    for table in tables:
-        for i, name in enumerate(table.name):
-            index.setdefault(name, len(index))
-            kinds.setdefault(name, (table.type[i], table.category[i]))
-    names = sorted(index, key=lambda n: (n == IDLE, n))
-    position = {n: i for i, n in enumerate(names)}
-    columns = {
-        c: np.zeros(len(names), np.int64)
-        for c in ("occurrences", "total_ps", "self_ps", "eager_self_ps")
-    }
-    smallest = np.full(len(names), np.iinfo(np.int64).max, np.int64)
-    for table in tables:
-        at = np.array([position[n] for n in table.name], np.int64)
-        for c, values in columns.items():
-            np.add.at(values, at, getattr(table, c))
-        np.minimum.at(smallest, at, table.min_ps)
-    return OpTable(
-        names,
-        [kinds[n][0] for n in names],
-        [kinds[n][1] for n in names],
-        columns["occurrences"],
-        columns["total_ps"],
-        columns["self_ps"],
-        columns["eager_self_ps"],
-        smallest,
-    )
 
 
 def side_rows(
@@ -122,22 +86,19 @@ def tensor_core_share(stats: list[KernelStats]) -> dict[str, float]:
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
     include_idle = _include_idle(request.params)
-    analyses = []
-    for host, profile in request.profiles.items():
-        for error in dict.fromkeys(profile.errors):
-            diagnostics.errors.append(f"{host}: the profiler recorded an error: {error}")
-        analyses.append(analyze(profile))
+    profile_messages(request, diagnostics)
+    analyses = list(host_analyses(request).values())
     has_device = any(a.has_device for a in analyses)
     device: list[dict[str, Any]] = []
     if has_device:
         kernels = [a.kernels for a in analyses]
         device = side_rows(
-            merge_tables([a.ops.device_tf_ops_with_idle for a in analyses if a.has_device]),
+            merge_op_tables([a.ops.device_tf_ops_with_idle for a in analyses if a.has_device]),
             "Device",
             include_idle,
             tensor_core_share(kernels),
         )
-    host_rows = side_rows(merge_tables([a.ops.host for a in analyses]), "Host", include_idle)
+    host_rows = side_rows(merge_op_tables([a.ops.host for a in analyses]), "Host", include_idle)
     if not has_device:
         diagnostics.info.append("no device planes: only host ops are listed (CPU-only profile)")
     if len(request.profiles) > 1:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.browser.synthetic_memory import write_memory_run
+from tests.browser.trace_synthetic import write_big_trace
 from tests.xspace_builder import XSpaceBuilder, kernel_details
 
 US = 1_000_000  # ps
@@ -147,3 +149,5 @@ def write_logdir(logdir: Path) -> None:
         session_dir = logdir / tb_run / "plugins" / "profile" / session
         session_dir.mkdir(parents=True, exist_ok=True)
         (session_dir / f"{host}.xplane.pb").write_bytes(data)
+    write_big_trace(logdir)  # big_trace/<session>: ~2M events for the trace viewer
+    write_memory_run(logdir)  # memory/<session>: two allocators (synthetic_memory.py)

@@ -177,5 +177,5 @@ def test_empty_logdir_explains_where_profiles_go(
     expect(empty).to_contain_text("plugins/profile/<session>/<host>.xplane.pb")
     expect(empty).to_contain_text("profile_batch")
     expect(empty).to_contain_text("tf.profiler.experimental.start")
-    expect(page.get_by_test_id("capture-button").first).to_be_disabled()
+    expect(page.get_by_test_id("capture-button").first).to_be_enabled()
     assert record.console_errors == [] and record.page_errors == []

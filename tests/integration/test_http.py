@@ -184,7 +184,8 @@ def test_analysis_views_over_http(server: Server) -> None:
     status, tools = _json(server, "/run_tools?" + _query(run=run))
     assert status == 200
     assert tools == [
-        "overview_page", "input_pipeline_analyzer", "tensorflow_stats", "profile_info"]
+        "overview_page", "input_pipeline_analyzer", "tensorflow_stats", "trace_viewer",
+        "memory_profile", "tf_data_bottleneck_analysis", "profile_info"]
     status, overview = _json(server, "/data?" + _query(run=run, tag="overview_page", host=host))
     assert status == 200 and overview["tool"] == "overview_page"
     assert len(overview["steps"]) == 6 and overview["bottleneck"]["input_bound"] == "highly"

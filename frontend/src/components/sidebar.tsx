@@ -1,7 +1,7 @@
 /** The left sidebar: the tab's title, the run/view/host selectors, refresh and capture. */
 import type { Fetched } from "../hooks";
 import { viewLabel } from "../views/registry";
-import { CaptureButton } from "./states";
+import { CaptureButton } from "./capture_dialog";
 
 export const ALL_HOSTS = "ALL_HOSTS";
 
@@ -65,6 +65,9 @@ export interface SidebarProps {
   readonly onView: (view: string) => void;
   readonly onHost: (host: string) => void;
   readonly onRefresh: () => void;
+  readonly onCapture: () => void;
+  /** Opens the Compare page (two runs side by side). */
+  readonly onCompare?: () => void;
 }
 
 export function Sidebar(props: SidebarProps) {
@@ -102,7 +105,12 @@ export function Sidebar(props: SidebarProps) {
         <button type="button" data-testid="refresh-button" onClick={props.onRefresh}>
           Refresh
         </button>
-        <CaptureButton />
+        <CaptureButton onClick={props.onCapture} />
+        {props.onCompare ? (
+          <button type="button" data-testid="compare-button" onClick={props.onCompare}>
+            Compare
+          </button>
+        ) : null}
       </div>
       {runs.state === "ok" ? (
         <p class="sidebar-footnote">

@@ -1,5 +1,6 @@
 /** The main area's non-view states: loading, an error, no profiles yet, a short notice. */
 import { Component, type ComponentChildren } from "preact";
+import { CaptureButton } from "./capture_dialog";
 
 export function Loading({ what }: { what: string }) {
   return (
@@ -29,21 +30,7 @@ export function Notice({ testid, children }: { testid: string; children: Compone
   );
 }
 
-export function CaptureButton() {
-  return (
-    <button
-      type="button"
-      class="capture-button"
-      data-testid="capture-button"
-      disabled
-      title="Capture Profile from a running program: coming soon. Until then use tb-profile capture."
-    >
-      Capture profile
-    </button>
-  );
-}
-
-export function EmptyState() {
+export function EmptyState({ onCapture }: { readonly onCapture: () => void }) {
   return (
     <div class="state empty" data-testid="empty-state">
       <h2>No profiles found</h2>
@@ -68,7 +55,7 @@ export function EmptyState() {
           use Capture profile.
         </li>
       </ul>
-      <CaptureButton />
+      <CaptureButton onClick={onCapture} />
       <p class="hint">Profiles that appear later show up after a refresh.</p>
     </div>
   );

@@ -11,8 +11,12 @@ import { NO_PARAMS, type ViewParams } from "../location";
 import { GenericView } from "./generic";
 import { InputPipelineAnalyzer } from "./input_pipeline_analyzer";
 import { KernelStats } from "./kernel_stats";
+import { MemoryProfile } from "./memory_profile";
 import { OverviewPage } from "./overview_page";
+import { PodViewer } from "./pod_viewer";
 import { TensorflowStats } from "./tensorflow_stats";
+import { TfDataBottleneckAnalysis } from "./tf_data_bottleneck_analysis";
+import { TraceViewer } from "./trace_viewer/view";
 import type { ViewRenderer } from "./types";
 
 /** The API's view names, in the order the API lists them. */
@@ -46,11 +50,16 @@ const RENDERERS: Partial<Record<ViewName, ViewRenderer>> = {
   input_pipeline_analyzer: InputPipelineAnalyzer,
   tensorflow_stats: TensorflowStats,
   kernel_stats: KernelStats,
+  memory_profile: MemoryProfile,
+  pod_viewer: PodViewer,
+  tf_data_bottleneck_analysis: TfDataBottleneckAnalysis,
+  trace_viewer: TraceViewer,
 };
 
 /** The parameters each view's `data` route takes (docs/api.md); other views take none. */
 const PARAMS: Partial<Record<ViewName, readonly string[]>> = {
   tensorflow_stats: ["include_idle"],
+  memory_profile: ["memory_id", "start_time_ms", "end_time_ms"],
 };
 
 function isViewName(name: string): name is ViewName {

@@ -26,7 +26,7 @@ _sym_db = _symbol_database.Default()
 from tb_profile_plugin.xspace.pb import profiler_options_pb2 as tb__profile__plugin_dot_xspace_dot_pb_dot_profiler__options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n2tb_profile_plugin/xspace/pb/profiler_service.proto\x12\ntb_profile\x1a\x32tb_profile_plugin/xspace/pb/profiler_options.proto\"B\n\x12ToolRequestOptions\x12\x16\n\x0eoutput_formats\x18\x02 \x01(\t\x12\x14\n\x0csave_to_repo\x18\x03 \x01(\x08\"\xc9\x02\n\x0eProfileRequest\x12\x13\n\x0b\x64uration_ms\x18\x01 \x01(\x04\x12\x12\n\nmax_events\x18\x02 \x01(\x04\x12\r\n\x05tools\x18\x03 \x03(\t\x12\x41\n\x0ctool_options\x18\x08 \x03(\x0b\x32+.tb_profile.ProfileRequest.ToolOptionsEntry\x12(\n\x04opts\x18\x04 \x01(\x0b\x32\x1a.tb_profile.ProfileOptions\x12\x17\n\x0frepository_root\x18\x05 \x01(\t\x12\x12\n\nsession_id\x18\x06 \x01(\t\x12\x11\n\thost_name\x18\x07 \x01(\t\x1aR\n\x10ToolOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.tb_profile.ToolRequestOptions:\x02\x38\x01\"-\n\x0fProfileToolData\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"b\n\x0fProfileResponse\x12.\n\ttool_data\x18\x06 \x03(\x0b\x32\x1b.tb_profile.ProfileToolData\x12\x13\n\x0b\x65mpty_trace\x18\x07 \x01(\x08J\x04\x08\x01\x10\x02J\x04\x08\x03\x10\x04\"&\n\x10TerminateRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x13\n\x11TerminateResponse\"R\n\x0eMonitorRequest\x12\x13\n\x0b\x64uration_ms\x18\x01 \x01(\x04\x12\x18\n\x10monitoring_level\x18\x02 \x01(\x05\x12\x11\n\ttimestamp\x18\x03 \x01(\x08\"%\n\x0fMonitorResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\tJ\x04\x08\x02\x10\x03\x32\xe9\x01\n\x0fProfilerService\x12\x44\n\x07Profile\x12\x1a.tb_profile.ProfileRequest\x1a\x1b.tb_profile.ProfileResponse\"\x00\x12J\n\tTerminate\x12\x1c.tb_profile.TerminateRequest\x1a\x1d.tb_profile.TerminateResponse\"\x00\x12\x44\n\x07Monitor\x12\x1a.tb_profile.MonitorRequest\x1a\x1b.tb_profile.MonitorResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n2tb_profile_plugin/xspace/pb/profiler_service.proto\x12\ntb_profile\x1a\x32tb_profile_plugin/xspace/pb/profiler_options.proto\"B\n\x12ToolRequestOptions\x12\x16\n\x0eoutput_formats\x18\x02 \x01(\t\x12\x14\n\x0csave_to_repo\x18\x03 \x01(\x08\"\xde\x02\n\x0eProfileRequest\x12\x13\n\x0b\x64uration_ms\x18\x01 \x01(\x04\x12\x12\n\nmax_events\x18\x02 \x01(\x04\x12\r\n\x05tools\x18\x03 \x03(\t\x12\x41\n\x0ctool_options\x18\x08 \x03(\x0b\x32+.tb_profile.ProfileRequest.ToolOptionsEntry\x12(\n\x04opts\x18\x04 \x01(\x0b\x32\x1a.tb_profile.ProfileOptions\x12\x17\n\x0frepository_root\x18\x05 \x01(\t\x12\x12\n\nsession_id\x18\x06 \x01(\t\x12\x11\n\thost_name\x18\x07 \x01(\t\x12\x13\n\x0b\x65mit_xspace\x18\t \x01(\x08\x1aR\n\x10ToolOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x1e.tb_profile.ToolRequestOptions:\x02\x38\x01\"-\n\x0fProfileToolData\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"r\n\x0fProfileResponse\x12.\n\ttool_data\x18\x06 \x03(\x0b\x32\x1b.tb_profile.ProfileToolData\x12\x13\n\x0b\x65mpty_trace\x18\x07 \x01(\x08\x12\x0e\n\x06xspace\x18\x08 \x01(\x0cJ\x04\x08\x01\x10\x02J\x04\x08\x03\x10\x04\"&\n\x10TerminateRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x13\n\x11TerminateResponse\"R\n\x0eMonitorRequest\x12\x13\n\x0b\x64uration_ms\x18\x01 \x01(\x04\x12\x18\n\x10monitoring_level\x18\x02 \x01(\x05\x12\x11\n\ttimestamp\x18\x03 \x01(\x08\"%\n\x0fMonitorResponse\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\tJ\x04\x08\x02\x10\x03\x32\xe9\x01\n\x0fProfilerService\x12\x44\n\x07Profile\x12\x1a.tb_profile.ProfileRequest\x1a\x1b.tb_profile.ProfileResponse\"\x00\x12J\n\tTerminate\x12\x1c.tb_profile.TerminateRequest\x1a\x1d.tb_profile.TerminateResponse\"\x00\x12\x44\n\x07Monitor\x12\x1a.tb_profile.MonitorRequest\x1a\x1b.tb_profile.MonitorResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,21 +38,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOOLREQUESTOPTIONS']._serialized_start=118
   _globals['_TOOLREQUESTOPTIONS']._serialized_end=184
   _globals['_PROFILEREQUEST']._serialized_start=187
-  _globals['_PROFILEREQUEST']._serialized_end=516
-  _globals['_PROFILEREQUEST_TOOLOPTIONSENTRY']._serialized_start=434
-  _globals['_PROFILEREQUEST_TOOLOPTIONSENTRY']._serialized_end=516
-  _globals['_PROFILETOOLDATA']._serialized_start=518
-  _globals['_PROFILETOOLDATA']._serialized_end=563
-  _globals['_PROFILERESPONSE']._serialized_start=565
-  _globals['_PROFILERESPONSE']._serialized_end=663
-  _globals['_TERMINATEREQUEST']._serialized_start=665
-  _globals['_TERMINATEREQUEST']._serialized_end=703
-  _globals['_TERMINATERESPONSE']._serialized_start=705
-  _globals['_TERMINATERESPONSE']._serialized_end=724
-  _globals['_MONITORREQUEST']._serialized_start=726
-  _globals['_MONITORREQUEST']._serialized_end=808
-  _globals['_MONITORRESPONSE']._serialized_start=810
-  _globals['_MONITORRESPONSE']._serialized_end=847
-  _globals['_PROFILERSERVICE']._serialized_start=850
-  _globals['_PROFILERSERVICE']._serialized_end=1083
+  _globals['_PROFILEREQUEST']._serialized_end=537
+  _globals['_PROFILEREQUEST_TOOLOPTIONSENTRY']._serialized_start=455
+  _globals['_PROFILEREQUEST_TOOLOPTIONSENTRY']._serialized_end=537
+  _globals['_PROFILETOOLDATA']._serialized_start=539
+  _globals['_PROFILETOOLDATA']._serialized_end=584
+  _globals['_PROFILERESPONSE']._serialized_start=586
+  _globals['_PROFILERESPONSE']._serialized_end=700
+  _globals['_TERMINATEREQUEST']._serialized_start=702
+  _globals['_TERMINATEREQUEST']._serialized_end=740
+  _globals['_TERMINATERESPONSE']._serialized_start=742
+  _globals['_TERMINATERESPONSE']._serialized_end=761
+  _globals['_MONITORREQUEST']._serialized_start=763
+  _globals['_MONITORREQUEST']._serialized_end=845
+  _globals['_MONITORRESPONSE']._serialized_start=847
+  _globals['_MONITORRESPONSE']._serialized_end=884
+  _globals['_PROFILERSERVICE']._serialized_start=887
+  _globals['_PROFILERSERVICE']._serialized_end=1120
 # @@protoc_insertion_point(module_scope)

@@ -17,7 +17,7 @@ class ToolRequestOptions(_message.Message):
     def __init__(self, output_formats: _Optional[str] = ..., save_to_repo: bool = ...) -> None: ...
 
 class ProfileRequest(_message.Message):
-    __slots__ = ("duration_ms", "max_events", "tools", "tool_options", "opts", "repository_root", "session_id", "host_name")
+    __slots__ = ("duration_ms", "max_events", "tools", "tool_options", "opts", "repository_root", "session_id", "host_name", "emit_xspace")
     class ToolOptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,7 @@ class ProfileRequest(_message.Message):
     REPOSITORY_ROOT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_NAME_FIELD_NUMBER: _ClassVar[int]
+    EMIT_XSPACE_FIELD_NUMBER: _ClassVar[int]
     duration_ms: int
     max_events: int
     tools: _containers.RepeatedScalarFieldContainer[str]
@@ -41,7 +42,8 @@ class ProfileRequest(_message.Message):
     repository_root: str
     session_id: str
     host_name: str
-    def __init__(self, duration_ms: _Optional[int] = ..., max_events: _Optional[int] = ..., tools: _Optional[_Iterable[str]] = ..., tool_options: _Optional[_Mapping[str, ToolRequestOptions]] = ..., opts: _Optional[_Union[_profiler_options_pb2.ProfileOptions, _Mapping]] = ..., repository_root: _Optional[str] = ..., session_id: _Optional[str] = ..., host_name: _Optional[str] = ...) -> None: ...
+    emit_xspace: bool
+    def __init__(self, duration_ms: _Optional[int] = ..., max_events: _Optional[int] = ..., tools: _Optional[_Iterable[str]] = ..., tool_options: _Optional[_Mapping[str, ToolRequestOptions]] = ..., opts: _Optional[_Union[_profiler_options_pb2.ProfileOptions, _Mapping]] = ..., repository_root: _Optional[str] = ..., session_id: _Optional[str] = ..., host_name: _Optional[str] = ..., emit_xspace: bool = ...) -> None: ...
 
 class ProfileToolData(_message.Message):
     __slots__ = ("name", "data")
@@ -52,12 +54,14 @@ class ProfileToolData(_message.Message):
     def __init__(self, name: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class ProfileResponse(_message.Message):
-    __slots__ = ("tool_data", "empty_trace")
+    __slots__ = ("tool_data", "empty_trace", "xspace")
     TOOL_DATA_FIELD_NUMBER: _ClassVar[int]
     EMPTY_TRACE_FIELD_NUMBER: _ClassVar[int]
+    XSPACE_FIELD_NUMBER: _ClassVar[int]
     tool_data: _containers.RepeatedCompositeFieldContainer[ProfileToolData]
     empty_trace: bool
-    def __init__(self, tool_data: _Optional[_Iterable[_Union[ProfileToolData, _Mapping]]] = ..., empty_trace: bool = ...) -> None: ...
+    xspace: bytes
+    def __init__(self, tool_data: _Optional[_Iterable[_Union[ProfileToolData, _Mapping]]] = ..., empty_trace: bool = ..., xspace: _Optional[bytes] = ...) -> None: ...
 
 class TerminateRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -1,0 +1,374 @@
+/**
+ * Draws one frame of the timeline on a Canvas2D context (CSS pixels; the caller scales for
+ * devicePixelRatio).
+ *
+ * Screen layout: a time ruler on top (RULER_HEIGHT_PX), a label gutter on the left
+ * (GUTTER_WIDTH_PX), the track area in the rest. Only the rows inside the scrolled viewport
+ * are visited (layout.visibleRange), and in each row only the events inside the view (binary
+ * search, then a walk until the first event that starts after the view).
+ *
+ * Per row, events narrower than a pixel are merged with their neighbours into one rectangle
+ * (a run of sub-pixel events that touch within a pixel is drawn once, in the first event's
+ * colour), so a dense region costs about one rectangle per pixel column. Rectangles are
+ * collected per colour and each colour is filled as one path: fillStyle is set once per
+ * palette entry per frame. Names are drawn only inside rectangles wide enough for a few
+ * characters, cut to the width with an ellipsis (estimated from the font's average glyph
+ * width, never measured per event).
+ */
+import { PALETTE, SELECTED_OUTLINE, TEXT_COLOUR, colourIndex } from "./colour";
+import { eventName, firstVisible, rowKey, type TraceWindow } from "./data";
+import { rowOfEvent, visibleRange, type Layout, type Row } from "./layout";
+import { formatDuration, rulerTicks, xOf, type TimeView } from "./viewport";
+
+export const RULER_HEIGHT_PX = 24;
+export const GUTTER_WIDTH_PX = 200;
+const FONT = "11px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif";
+const HEADER_FONT = "600 12px system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif";
+/** A rectangle gets a name only if it is at least this wide (CSS px). */
+const MIN_TEXT_WIDTH_PX = 24;
+/** Text baseline offset inside an event rectangle (rectangles are ROW_HEIGHT_PX - 2 tall). */
+const ROW_TEXT_OFFSET_PX = 8;
+/** At most this many rectangles are reported as click targets (test hook). */
+const MAX_TARGETS = 20;
+
+/** An event placed on the time axis: what selection, search and flows refer to. */
+export interface PlacedEvent {
+  readonly id: number;
+  readonly name: string;
+  readonly pid: number;
+  readonly tid: number;
+  readonly depth: number;
+  readonly startUs: number;
+  readonly durationUs: number;
+}
+
+export interface FlowArrow {
+  readonly from: PlacedEvent;
+  readonly to: PlacedEvent;
+}
+
+export interface FrameInput {
+  readonly widthPx: number;
+  readonly heightPx: number;
+  readonly view: TimeView;
+  readonly layout: Layout;
+  readonly scrollTop: number;
+  readonly win: TraceWindow | null;
+  readonly selected: PlacedEvent | null;
+  readonly flows: readonly FlowArrow[];
+  readonly measure: TimeView | null;
+}
+
+/** A drawn rectangle a click can hit (CSS px, canvas coordinates). */
+export interface Target {
+  readonly id: number;
+  readonly name: string;
+  readonly x: number;
+  readonly y: number;
+  readonly w: number;
+  readonly h: number;
+}
+
+export interface FrameStats {
+  /** Track rows drawn (inside the viewport, of expanded processes). */
+  readonly rows: number;
+  /** Their keys, `pid:tid:depth`. */
+  readonly rowKeys: string[];
+  /** Events drawn, merged or not: those of drawn rows that overlap the view. */
+  readonly events: number;
+  /** Rectangles filled after merging sub-pixel events. */
+  readonly rects: number;
+  readonly texts: number;
+  /** Flow arrows drawn (both ends on known rows). */
+  readonly flows: number;
+  /** The widest drawn events, for tests that click one. */
+  readonly targets: readonly Target[];
+}
+
+/** Content y of a row -> canvas y. */
+function screenY(input: FrameInput, contentY: number): number {
+  return RULER_HEIGHT_PX + contentY - input.scrollTop;
+}
+
+/** Rectangles per palette entry: flat [x, y, w, h, ...] lists, reused between frames. */
+const buckets: number[][] = PALETTE.map(() => []);
+/** Text jobs of the frame: [x, y, w, event index, ...]. */
+const texts: number[] = [];
+let glyphWidthPx = 0;
+
+function averageGlyphWidth(ctx: CanvasRenderingContext2D): number {
+  if (glyphWidthPx > 0) return glyphWidthPx;
+  const sample = "abcdefghijklmnopqrstuvwxyz_ABCDEFGHIJ:/0123456789";
+  ctx.font = FONT;
+  glyphWidthPx = ctx.measureText(sample).width / sample.length || 6;
+  return glyphWidthPx;
+}
+
+/** `text` cut to about `widthPx` (an ellipsis marks the cut; "" when nothing fits). */
+export function fitText(text: string, widthPx: number, glyphPx: number): string {
+  const chars = Math.floor(widthPx / glyphPx);
+  if (chars >= text.length) return text;
+  if (chars < 3) return "";
+  return `${text.slice(0, chars - 1)}…`;
+}
+
+/** Draws the events of one track row; adds its rectangles to the buckets. */
+function drawRowEvents(
+  input: FrameInput,
+  win: TraceWindow,
+  row: Row & { kind: "track" },
+  trackWidth: number,
+  targets: Target[],
+  counts: { events: number; rects: number },
+): void {
+  const events = win.rows.get(rowKey(row.process.pid, row.thread.tid, row.depth));
+  if (!events) return;
+  const { view } = input;
+  const scale = trackWidth / (view.endUs - view.startUs);
+  const y = screenY(input, row.y) + 1;
+  const h = row.height - 2;
+  const { indices } = events;
+  const start = win.startUs;
+  const duration = win.durationUs;
+  let pendingStart = 0;
+  let pendingEnd = -Infinity;
+  let pendingColour = -1;
+  const flush = (): void => {
+    if (pendingColour < 0) return;
+    const list = buckets[pendingColour] as number[];
+    list.push(GUTTER_WIDTH_PX + pendingStart, y, Math.max(pendingEnd - pendingStart, 1), h);
+    counts.rects++;
+    pendingColour = -1;
+  };
+  for (let k = firstVisible(win, events, view.startUs); k < indices.length; k++) {
+    const i = indices[k] as number;
+    const s = start[i] as number;
+    if (s > view.endUs) break;
+    const d = duration[i] as number;
+    if (s + d < view.startUs) continue;
+    counts.events++;
+    const x0 = (s - view.startUs) * scale;
+    const x1 = x0 + d * scale;
+    if (x1 - x0 < 1) {
+      // Sub-pixel: join the pending run if it touches it, else start a new run.
+      if (pendingColour >= 0 && x0 <= pendingEnd + 1) {
+        if (x1 > pendingEnd) pendingEnd = x1;
+      } else {
+        flush();
+        pendingColour = colourIndex(eventName(win, i));
+        pendingStart = x0;
+        pendingEnd = Math.max(x1, x0 + 1);
+      }
+      continue;
+    }
+    flush();
+    const left = Math.max(x0, -2);
+    const right = Math.min(x1, trackWidth + 2);
+    const w = right - left;
+    (buckets[colourIndex(eventName(win, i))] as number[]).push(GUTTER_WIDTH_PX + left, y, w, h);
+    counts.rects++;
+    if (w >= MIN_TEXT_WIDTH_PX) texts.push(GUTTER_WIDTH_PX + left, y, w, i);
+    if (targets.length < MAX_TARGETS || w > (targets[targets.length - 1] as Target).w) {
+      targets.push({ id: win.id[i] as number, name: eventName(win, i), x: GUTTER_WIDTH_PX + left, y, w, h });
+      targets.sort((a, b) => b.w - a.w);
+      if (targets.length > MAX_TARGETS) targets.pop();
+    }
+  }
+  flush();
+}
+
+function drawRuler(ctx: CanvasRenderingContext2D, input: FrameInput, trackWidth: number): void {
+  ctx.fillStyle = "#fafafa";
+  ctx.fillRect(0, 0, input.widthPx, RULER_HEIGHT_PX);
+  ctx.fillStyle = "#e0e0e0";
+  ctx.fillRect(0, RULER_HEIGHT_PX - 1, input.widthPx, 1);
+  ctx.font = FONT;
+  ctx.textBaseline = "middle";
+  ctx.fillStyle = "#616161";
+  const ticks = rulerTicks(input.view, trackWidth);
+  ctx.beginPath();
+  for (const tick of ticks) {
+    const x = Math.round(GUTTER_WIDTH_PX + tick.x) + 0.5;
+    ctx.moveTo(x, RULER_HEIGHT_PX - 7);
+    ctx.lineTo(x, RULER_HEIGHT_PX);
+  }
+  ctx.strokeStyle = "#9e9e9e";
+  ctx.lineWidth = 1;
+  ctx.stroke();
+  for (const tick of ticks) ctx.fillText(tick.label, GUTTER_WIDTH_PX + tick.x + 3, 9);
+  ctx.fillStyle = "#616161";
+  ctx.fillText(`view ${formatDuration(input.view.endUs - input.view.startUs)}`, 8, 12);
+}
+
+function drawGridLines(ctx: CanvasRenderingContext2D, input: FrameInput, trackWidth: number): void {
+  ctx.beginPath();
+  for (const tick of rulerTicks(input.view, trackWidth)) {
+    const x = Math.round(GUTTER_WIDTH_PX + tick.x) + 0.5;
+    ctx.moveTo(x, RULER_HEIGHT_PX);
+    ctx.lineTo(x, input.heightPx);
+  }
+  ctx.strokeStyle = "#eeeeee";
+  ctx.lineWidth = 1;
+  ctx.stroke();
+}
+
+function drawRowChrome(ctx: CanvasRenderingContext2D, input: FrameInput, rows: readonly Row[]): void {
+  // Process headers across the full width (label drawn below, over the gutter too).
+  for (const row of rows) {
+    if (row.kind !== "process") continue;
+    const y = screenY(input, row.y);
+    ctx.fillStyle = "#eceff1";
+    ctx.fillRect(0, y, input.widthPx, row.height);
+    ctx.fillStyle = "#cfd8dc";
+    ctx.fillRect(0, y + row.height - 1, input.widthPx, 1);
+  }
+  // The gutter: thread names; process names run on into the track area.
+  ctx.fillStyle = "#fafafa";
+  ctx.fillRect(0, RULER_HEIGHT_PX, GUTTER_WIDTH_PX, input.heightPx);
+  ctx.fillStyle = "#e0e0e0";
+  ctx.fillRect(GUTTER_WIDTH_PX - 1, RULER_HEIGHT_PX, 1, input.heightPx);
+  ctx.font = FONT;
+  const glyph = averageGlyphWidth(ctx);
+  for (const row of rows) {
+    const y = screenY(input, row.y);
+    if (row.kind === "process") {
+      ctx.fillStyle = "#eceff1";
+      ctx.fillRect(0, y, GUTTER_WIDTH_PX, row.height);
+      ctx.fillStyle = "#263238";
+      ctx.font = HEADER_FONT;
+      const label = `${row.collapsed ? "▸" : "▾"} ${row.process.name}`;
+      ctx.fillText(fitText(label, input.widthPx - 16, 7), 6, y + row.height / 2);
+      ctx.font = FONT;
+    } else if (row.depth === 0) {
+      ctx.fillStyle = "#424242";
+      ctx.fillText(fitText(row.thread.name, GUTTER_WIDTH_PX - 20, glyph), 14, y + row.height / 2);
+    }
+  }
+}
+
+/** Where an event sits on screen (x in track coordinates + gutter, y the row's middle). */
+function anchor(
+  input: FrameInput,
+  trackWidth: number,
+  event: PlacedEvent,
+): { x: number; y: number; row: Row } | null {
+  const row = rowOfEvent(input.layout, event.pid, event.tid, event.depth);
+  if (row === null) return null;
+  const x = GUTTER_WIDTH_PX + xOf(input.view, trackWidth, event.startUs);
+  return { x, y: screenY(input, row.y) + row.height / 2, row };
+}
+
+function drawSelection(ctx: CanvasRenderingContext2D, input: FrameInput, trackWidth: number): void {
+  const selected = input.selected;
+  if (selected === null) return;
+  const at = anchor(input, trackWidth, selected);
+  if (at === null) return;
+  const x1 = GUTTER_WIDTH_PX + xOf(input.view, trackWidth, selected.startUs + selected.durationUs);
+  const left = Math.max(at.x, GUTTER_WIDTH_PX - 3);
+  const right = Math.min(Math.max(x1, at.x + 2), input.widthPx + 3);
+  ctx.strokeStyle = SELECTED_OUTLINE;
+  ctx.lineWidth = 2;
+  ctx.strokeRect(left, at.y - at.row.height / 2 + 1, right - left, at.row.height - 2);
+}
+
+function drawFlows(ctx: CanvasRenderingContext2D, input: FrameInput, trackWidth: number): number {
+  let drawn = 0;
+  ctx.strokeStyle = "#6a1b9a";
+  ctx.fillStyle = "#6a1b9a";
+  ctx.lineWidth = 1.5;
+  for (const flow of input.flows) {
+    const a = anchor(input, trackWidth, flow.from);
+    const b = anchor(input, trackWidth, flow.to);
+    if (a === null || b === null) continue;
+    ctx.beginPath();
+    ctx.moveTo(a.x, a.y);
+    const bend = Math.max(Math.abs(b.x - a.x) / 2, 12);
+    ctx.bezierCurveTo(a.x + bend, a.y, b.x - bend, b.y, b.x, b.y);
+    ctx.stroke();
+    // Arrowhead pointing right, into the target's start.
+    ctx.beginPath();
+    ctx.moveTo(b.x, b.y);
+    ctx.lineTo(b.x - 7, b.y - 4);
+    ctx.lineTo(b.x - 7, b.y + 4);
+    ctx.closePath();
+    ctx.fill();
+    drawn++;
+  }
+  return drawn;
+}
+
+function drawMeasure(ctx: CanvasRenderingContext2D, input: FrameInput, trackWidth: number): void {
+  const m = input.measure;
+  if (m === null) return;
+  const a = GUTTER_WIDTH_PX + xOf(input.view, trackWidth, Math.min(m.startUs, m.endUs));
+  const b = GUTTER_WIDTH_PX + xOf(input.view, trackWidth, Math.max(m.startUs, m.endUs));
+  ctx.fillStyle = "rgba(33, 150, 243, 0.12)";
+  ctx.fillRect(a, RULER_HEIGHT_PX, b - a, input.heightPx);
+  ctx.fillStyle = "#1565c0";
+  ctx.fillRect(Math.round(a), 0, 1, input.heightPx);
+  ctx.fillRect(Math.round(b), 0, 1, input.heightPx);
+  const label = formatDuration(Math.abs(m.endUs - m.startUs));
+  ctx.font = HEADER_FONT;
+  const w = ctx.measureText(label).width + 10;
+  const x = Math.min(Math.max((a + b) / 2 - w / 2, GUTTER_WIDTH_PX), input.widthPx - w);
+  ctx.fillRect(x, 2, w, RULER_HEIGHT_PX - 4);
+  ctx.fillStyle = "#fff";
+  ctx.fillText(label, x + 5, RULER_HEIGHT_PX / 2);
+}
+
+/** Draws a frame; returns what it drew. */
+export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): FrameStats {
+  const { widthPx, heightPx, layout, win } = input;
+  const trackWidth = Math.max(1, widthPx - GUTTER_WIDTH_PX);
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, widthPx, heightPx);
+  ctx.textBaseline = "middle";
+  drawGridLines(ctx, input, trackWidth);
+
+  const [first, last] = visibleRange(
+    layout,
+    input.scrollTop,
+    input.scrollTop + heightPx - RULER_HEIGHT_PX,
+  );
+  const rows = layout.rows.slice(first, last);
+  const counts = { events: 0, rects: 0 };
+  const targets: Target[] = [];
+  const rowKeys: string[] = [];
+  for (const list of buckets) list.length = 0;
+  texts.length = 0;
+  for (const row of rows) {
+    if (row.kind !== "track") continue;
+    rowKeys.push(rowKey(row.process.pid, row.thread.tid, row.depth));
+    if (win !== null) drawRowEvents(input, win, row, trackWidth, targets, counts);
+  }
+  // One path and one fillStyle per colour.
+  buckets.forEach((list, colour) => {
+    if (list.length === 0) return;
+    ctx.fillStyle = PALETTE[colour] as string;
+    ctx.beginPath();
+    for (let k = 0; k < list.length; k += 4)
+      ctx.rect(list[k] as number, list[k + 1] as number, list[k + 2] as number, list[k + 3] as number);
+    ctx.fill();
+  });
+  ctx.font = FONT;
+  const glyph = averageGlyphWidth(ctx);
+  ctx.fillStyle = TEXT_COLOUR;
+  let textCount = 0;
+  if (win !== null) {
+    for (let k = 0; k < texts.length; k += 4) {
+      const x = texts[k] as number;
+      const left = Math.max(x, GUTTER_WIDTH_PX);
+      const w = (texts[k + 2] as number) - (left - x) - 6;
+      const label = fitText(eventName(win, texts[k + 3] as number), w, glyph);
+      if (!label) continue;
+      ctx.fillText(label, left + 3, (texts[k + 1] as number) + ROW_TEXT_OFFSET_PX);
+      textCount++;
+    }
+  }
+  drawSelection(ctx, input, trackWidth);
+  const flows = drawFlows(ctx, input, trackWidth);
+  drawRowChrome(ctx, input, rows);
+  drawRuler(ctx, input, trackWidth);
+  drawMeasure(ctx, input, trackWidth);
+  return { rows: rowKeys.length, rowKeys, events: counts.events, rects: counts.rects, texts: textCount, flows, targets };
+}

@@ -1,0 +1,132 @@
+/**
+ * The search box: finds events by name across the whole profile (the `trace_search` route),
+ * not only the loaded window.
+ *
+ * Enter or "Next" goes to the next match, shift+Enter or "Previous" to the previous one; both
+ * wrap around at the ends. A new query starts at the first match (matches are in time order).
+ * Each match is handed to the timeline, which pans and zooms to it, expands its process,
+ * scrolls its row into view and selects it.
+ *
+ * Hooks: trace-search (the input), trace-search-prev, trace-search-next, trace-search-status
+ * ("3 of 120", with data-index (0-based) and data-total; "No match").
+ */
+import { useRef, useState } from "preact/hooks";
+import { ApiError, getJson, routeUrl } from "../../api";
+import { num, record, str } from "../format";
+import type { PlacedEvent } from "./draw";
+
+interface SearchState {
+  readonly query: string;
+  readonly total: number;
+  readonly index: number;
+}
+
+interface SearchProps {
+  readonly run: string;
+  readonly host: string;
+  readonly onMatch: (event: PlacedEvent) => void;
+}
+
+export function SearchBox({ run, host, onMatch }: SearchProps) {
+  const [text, setText] = useState("");
+  const [state, setState] = useState<SearchState | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const latest = useRef(0);
+
+  const go = async (delta: number): Promise<void> => {
+    const query = text.trim();
+    if (!query) return;
+    let index = 0;
+    if (state !== null && state.query === query && state.total > 0)
+      index = (((state.index + delta) % state.total) + state.total) % state.total;
+    else if (delta < 0) index = -1; // a new query, backwards: the last match (resolved below)
+    const ticket = ++latest.current;
+    setBusy(true);
+    setError(null);
+    try {
+      let answer = record(
+        await getJson<unknown>(
+          routeUrl("trace_search", { run, host, q: query, index: String(Math.max(index, 0)) }),
+        ),
+      );
+      const total = num(answer["total_matches"]) ?? 0;
+      if (index < 0 && total > 1) {
+        index = total - 1;
+        answer = record(
+          await getJson<unknown>(routeUrl("trace_search", { run, host, q: query, index: String(index) })),
+        );
+      }
+      if (ticket !== latest.current) return;
+      const match = answer["match"];
+      const shown = num(answer["index"]) ?? Math.max(index, 0);
+      setState({ query, total, index: shown });
+      if (match !== null && typeof match === "object") {
+        const m = record(match);
+        onMatch({
+          id: num(m["id"]) ?? -1,
+          name: str(m["name"]),
+          pid: num(m["pid"]) ?? 0,
+          tid: num(m["tid"]) ?? 0,
+          depth: num(m["depth"]) ?? 0,
+          startUs: num(m["start_us"]) ?? 0,
+          durationUs: num(m["duration_us"]) ?? 0,
+        });
+      }
+    } catch (caught) {
+      if (ticket !== latest.current) return;
+      setError(caught instanceof ApiError || caught instanceof Error ? caught.message : String(caught));
+    } finally {
+      if (ticket === latest.current) setBusy(false);
+    }
+  };
+
+  const status =
+    error !== null
+      ? error
+      : state === null
+        ? ""
+        : state.total === 0
+          ? "No match"
+          : `${state.index + 1} of ${state.total}`;
+  return (
+    <form
+      class="trace-search"
+      role="search"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void go(1);
+      }}
+    >
+      <input
+        type="search"
+        data-testid="trace-search"
+        placeholder="Search events by name"
+        aria-label="Search events by name"
+        value={text}
+        onInput={(event) => setText((event.currentTarget as HTMLInputElement).value)}
+        onKeyDown={(event) => {
+          if (event.key === "Enter" && event.shiftKey) {
+            event.preventDefault();
+            void go(-1);
+          }
+        }}
+      />
+      <button type="button" data-testid="trace-search-prev" title="Previous match (shift+Enter)" onClick={() => void go(-1)}>
+        ‹
+      </button>
+      <button type="submit" data-testid="trace-search-next" title="Next match (Enter)">
+        ›
+      </button>
+      <span
+        class={`trace-search-status${error !== null ? " error-text" : ""}`}
+        data-testid="trace-search-status"
+        data-index={state !== null ? String(state.index) : undefined}
+        data-total={state !== null ? String(state.total) : undefined}
+        aria-live="polite"
+      >
+        {busy ? "Searching…" : status}
+      </span>
+    </form>
+  );
+}

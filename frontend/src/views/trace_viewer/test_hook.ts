@@ -1,0 +1,93 @@
+/**
+ * `window.__tbTrace`: a small read-only snapshot of the trace viewer for browser tests.
+ *
+ * Rewritten after every frame and every loaded window; the page never reads it. Fields:
+ *   frames            frames drawn since the viewer mounted
+ *   last_frame_ms     the last frame's drawing time (performance.now() around drawFrame)
+ *   frame_ms          the last (up to) 60 frames' drawing times, oldest first
+ *   view_us           [start, end] of the visible time range (µs from the trace origin)
+ *   track_width_px    CSS pixels across the track area
+ *   drawn_rows        track rows drawn (inside the scrolled viewport, expanded processes)
+ *   drawn_row_keys    those rows as "pid:tid:depth"
+ *   drawn_events      events of the drawn rows overlapping the view
+ *                     (start_us <= view end and start_us + duration_us >= view start)
+ *   drawn_rects       rectangles filled after sub-pixel merging; drawn_texts names drawn
+ *   targets           the widest drawn events: {id, name, x, y, w, h} in canvas CSS px
+ *   loaded            the window drawn from: {url, window_ms, resolution, returned_events,
+ *                     filtered_events, total_events, events_held}
+ *   drawn_url         the URL of the window the last frame drew (equals loaded.url once the
+ *                     frame after a load has been drawn)
+ *   flow_arrows       flow arrows drawn for the selected event
+ *   loading           whether a window request is in flight; requests: how many were sent
+ *   selected_id       the selected event's id, or null
+ *   measure_us        the measured interval [start, end] or null
+ */
+import type { FrameStats } from "./draw";
+
+export interface TraceHook {
+  frames: number;
+  last_frame_ms: number;
+  frame_ms: number[];
+  view_us: [number, number];
+  track_width_px: number;
+  drawn_rows: number;
+  drawn_row_keys: string[];
+  drawn_events: number;
+  drawn_rects: number;
+  drawn_texts: number;
+  targets: FrameStats["targets"];
+  loaded: {
+    url: string;
+    window_ms: readonly [number, number];
+    resolution: number;
+    returned_events: number;
+    filtered_events: number;
+    total_events: number;
+    events_held: number;
+  } | null;
+  drawn_url: string | null;
+  flow_arrows: number;
+  loading: boolean;
+  requests: number;
+  selected_id: number | null;
+  measure_us: [number, number] | null;
+}
+
+declare global {
+  interface Window {
+    __tbTrace?: TraceHook;
+  }
+}
+
+export function newHook(): TraceHook {
+  return {
+    frames: 0,
+    last_frame_ms: 0,
+    frame_ms: [],
+    view_us: [0, 0],
+    track_width_px: 0,
+    drawn_rows: 0,
+    drawn_row_keys: [],
+    drawn_events: 0,
+    drawn_rects: 0,
+    drawn_texts: 0,
+    targets: [],
+    loaded: null,
+    drawn_url: null,
+    flow_arrows: 0,
+    loading: false,
+    requests: 0,
+    selected_id: null,
+    measure_us: null,
+  };
+}
+
+/** Publishes `hook` as window.__tbTrace (a fresh frozen copy, so readers see one frame). */
+export function publish(hook: TraceHook): void {
+  window.__tbTrace = Object.freeze({ ...hook, frame_ms: [...hook.frame_ms] }) as TraceHook;
+}
+
+/** Removes the hook (the viewer unmounted). */
+export function unpublish(): void {
+  delete window.__tbTrace;
+}

@@ -1,0 +1,209 @@
+/**
+ * trace_viewer: every event of the profile on a Canvas2D timeline, one window at a time.
+ *
+ * The shell hands over the first document (the whole span at the server's default
+ * resolution); from then on the timeline asks for windows itself (window_cache.ts) as the
+ * user zooms and pans. Above the timeline: the search box, the measure-mode toggle, "Whole
+ * trace", collapse/expand all, and the counts (events in the profile, loaded, filtered as
+ * too small to see). Below: the details pane of the selected event. With ALL_HOSTS (runs
+ * with several hosts) every host's processes share one time axis, named "<host>: <process>".
+ * Controls: interaction.ts (and frontend/README.md).
+ *
+ * Hooks: trace-viewer (data-loading "true" while a window loads, data-total-events),
+ * trace-canvas, trace-scroller, trace-counts, trace-loading, trace-error,
+ * trace-measure-mode (aria-pressed), trace-measure (data-duration-us), trace-reset,
+ * trace-collapse-all, trace-expand-all, trace-empty; search.tsx and details.tsx list theirs;
+ * window.__tbTrace (test_hook.ts) reports what each frame drew.
+ */
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { getJson, routeUrl } from "../../api";
+import { DiagnosticsPanel } from "../diagnostics";
+import { formatCount } from "../format";
+import { diagnosticsOf, type ViewProps } from "../types";
+import { TraceController } from "./controller";
+import { parseWindow, type TraceWindow } from "./data";
+import { EventDetails } from "./details";
+import type { PlacedEvent } from "./draw";
+import { attachInteraction } from "./interaction";
+import { SearchBox } from "./search";
+import { formatDuration, type TimeView } from "./viewport";
+import type { WindowRequest } from "./window_cache";
+
+const VIEW = "trace_viewer";
+
+function Counts({ win }: { win: TraceWindow }) {
+  return (
+    <span
+      class="toolbar-note"
+      data-testid="trace-counts"
+      data-total-events={String(win.totalEvents)}
+      data-returned-events={String(win.returnedEvents)}
+      data-filtered-events={String(win.filteredEvents)}
+    >
+      {formatCount(win.totalEvents)} events; {formatCount(win.returnedEvents)} loaded
+      {win.filteredEvents > 0 ? `, ${formatCount(win.filteredEvents)} too small to see` : ""}
+    </span>
+  );
+}
+
+export function TraceViewer({ doc, run, host }: ViewProps) {
+  const initial = useMemo(() => parseWindow(doc), [doc]);
+  const scrollerRef = useRef<HTMLDivElement>(null);
+  const canvasRef = useRef<HTMLCanvasElement>(null);
+  const spacerRef = useRef<HTMLDivElement>(null);
+  const controllerRef = useRef<TraceController | null>(null);
+  const measureModeRef = useRef(false);
+  const [win, setWin] = useState<TraceWindow>(initial);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [selected, setSelected] = useState<PlacedEvent | null>(null);
+  const [measure, setMeasure] = useState<TimeView | null>(null);
+  const [measureMode, setMeasureMode] = useState(false);
+  const diagnostics = diagnosticsOf(doc);
+  const empty = initial.processes.length === 0;
+
+  useEffect(() => {
+    const scroller = scrollerRef.current;
+    const canvas = canvasRef.current;
+    const spacer = spacerRef.current;
+    if (scroller === null || canvas === null || spacer === null) return undefined;
+    setWin(initial);
+    const fetcher = async (request: WindowRequest) => {
+      const url = routeUrl("data", {
+        run,
+        tag: VIEW,
+        host,
+        start_time_ms: String(request.startMs),
+        end_time_ms: String(request.endMs),
+        resolution: String(request.resolution),
+      });
+      return { win: parseWindow(await getJson<unknown>(url)), url };
+    };
+    const controller = new TraceController(
+      scroller,
+      canvas,
+      spacer,
+      initial,
+      routeUrl("data", { run, tag: VIEW, host }),
+      fetcher,
+      {
+        onSelect: setSelected,
+        onBusy: setBusy,
+        onWindow: (next) => {
+          setWin(next);
+          setError(null);
+        },
+        onError: setError,
+        onMeasure: setMeasure,
+      },
+    );
+    controllerRef.current = controller;
+    const detach = attachInteraction(controller, scroller, canvas, {
+      measureMode: () => measureModeRef.current,
+    });
+    return () => {
+      detach();
+      controller.dispose();
+      controllerRef.current = null;
+    };
+  }, [initial, run, host]);
+
+  const toggleMeasureMode = (): void => {
+    measureModeRef.current = !measureModeRef.current;
+    setMeasureMode(measureModeRef.current);
+  };
+  const measuredUs = measure === null ? null : Math.abs(measure.endUs - measure.startUs);
+
+  return (
+    <div
+      class="trace-viewer"
+      data-testid="trace-viewer"
+      data-loading={busy ? "true" : "false"}
+      data-total-events={String(win.totalEvents)}
+    >
+      <div class="view-toolbar trace-toolbar">
+        <SearchBox run={run} host={host} onMatch={(event) => controllerRef.current?.reveal(event)} />
+        <button
+          type="button"
+          data-testid="trace-measure-mode"
+          aria-pressed={measureMode ? "true" : "false"}
+          class={measureMode ? "pressed" : undefined}
+          title="Measure mode: drag to measure an interval (shift-drag measures in any mode)"
+          onClick={toggleMeasureMode}
+        >
+          Measure
+        </button>
+        <button
+          type="button"
+          data-testid="trace-reset"
+          title="Show the whole trace (key 0)"
+          onClick={() => controllerRef.current?.resetView()}
+        >
+          Whole trace
+        </button>
+        <button
+          type="button"
+          data-testid="trace-collapse-all"
+          onClick={() => controllerRef.current?.setAllCollapsed(true)}
+        >
+          Collapse all
+        </button>
+        <button
+          type="button"
+          data-testid="trace-expand-all"
+          onClick={() => controllerRef.current?.setAllCollapsed(false)}
+        >
+          Expand all
+        </button>
+        {measuredUs !== null ? (
+          <span
+            class="trace-measure"
+            data-testid="trace-measure"
+            data-duration-us={String(measuredUs)}
+          >
+            Measured: {formatDuration(measuredUs)}
+          </span>
+        ) : null}
+        <Counts win={win} />
+        {busy ? (
+          <span class="view-updating" data-testid="trace-loading" role="status">
+            <span class="spinner" aria-hidden="true" />
+            Loading window…
+          </span>
+        ) : null}
+      </div>
+      <p class="hint trace-help">
+        Ctrl+wheel or W/S: zoom · drag, shift+wheel or A/D: pan · wheel: scroll rows ·
+        shift+drag: measure · click: select · 0: whole trace
+      </p>
+      {error !== null ? (
+        <p class="error-text trace-error" data-testid="trace-error" role="alert">
+          Could not load this part of the trace: {error}
+        </p>
+      ) : null}
+      {empty ? (
+        <p class="hint" data-testid="trace-empty">
+          This profile has no events to show.
+        </p>
+      ) : null}
+      <div
+        class="trace-scroller"
+        data-testid="trace-scroller"
+        ref={scrollerRef}
+        tabIndex={0}
+        aria-label="Trace timeline"
+      >
+        <canvas class="trace-canvas" data-testid="trace-canvas" ref={canvasRef} />
+        <div ref={spacerRef} aria-hidden="true" />
+      </div>
+      <EventDetails
+        run={run}
+        host={host}
+        selected={selected}
+        onFlows={(flows) => controllerRef.current?.setFlows(flows)}
+        onReveal={(event) => controllerRef.current?.reveal(event)}
+      />
+      <DiagnosticsPanel diagnostics={diagnostics} />
+    </div>
+  );
+}

@@ -1,0 +1,125 @@
+"""tf.data bottleneck analysis of one host: pipelines, their slowest calls and what to fix.
+
+`analyze_tf_data(profile)` ties the pieces together (memoised per decoded profile):
+`tf_data_pipelines` finds the iterator events and their tree, `tf_data_critical_path` gives
+per-execution iterator times, the critical path and the bottleneck, and `tf_data_advice`
+runs the guide's checks. A pipeline's bottleneck is the bottleneck of its slowest execution
+(as the reference reports it); its latency figures are over all of its root calls.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.forest import build_forest
+from tb_profile_plugin.analysis.tf_data_advice import (
+    PREFETCH_SUGGESTION,
+    GetNextLatency,
+    ends_in_prefetch,
+    get_next_latency,
+    suggestion,
+    suggestion_type,
+)
+from tb_profile_plugin.analysis.tf_data_critical_path import (
+    SLOW_CALL_PS,
+    ExecutionStats,
+    execution_stats,
+)
+from tb_profile_plugin.analysis.tf_data_pipelines import (
+    IteratorInfo,
+    Pipeline,
+    TfDataEvents,
+    find_tf_data_events,
+)
+from tb_profile_plugin.xspace.model import Profile
+
+
+@dataclass(frozen=True)
+class PipelineSummary:
+    """Latency of one pipeline's root calls and the bottleneck of its slowest call."""
+
+    pipeline: Pipeline
+    min_latency_ps: int
+    avg_latency_ps: float
+    max_latency_ps: int
+    num_calls: int
+    num_slow_calls: int  # root calls slower than 50 µs
+    ends_in_prefetch: bool
+    bottleneck: IteratorInfo | None  # of the slowest execution
+    bottleneck_self_ps: int
+    bottleneck_calls: int
+    suggestion_type: str
+    suggestions: list[str]  # the bottleneck's, then the prefetch advice where it applies
+
+
+@dataclass(frozen=True)
+class HostTfData:
+    events: TfDataEvents
+    stats: ExecutionStats
+    get_next: GetNextLatency
+    pipelines: list[PipelineSummary]
+
+    def iterator_of_row(self, row: int) -> IteratorInfo:
+        return self.events.iterators[int(self.events.iterator_ids[self.stats.iterator[row]])]
+
+
+_cache: dict[int, HostTfData] = {}
+_lock = threading.Lock()
+
+
+def analyze_tf_data(profile: Profile) -> HostTfData:
+    key = id(profile)
+    with _lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    result = _analyze(profile)
+    with _lock:
+        if key not in _cache:
+            _cache[key] = result
+            weakref.finalize(profile, _cache.pop, key, None)
+    return result
+
+
+def _analyze(profile: Profile) -> HostTfData:
+    table = build_event_table(profile, lambda name: name.startswith("/host:"))
+    forest = build_forest(table)
+    events = find_tf_data_events(table, forest.nesting)
+    stats = execution_stats(events)
+    summaries = [_summary(events, stats, p) for p in events.pipelines]
+    return HostTfData(events, stats, get_next_latency(table, forest), summaries)
+
+
+def _summary(events: TfDataEvents, stats: ExecutionStats, pipeline: Pipeline) -> PipelineSummary:
+    latency = events.duration_ps[pipeline.executions]
+    root = events.iterators[pipeline.root_id]
+    prefetch_ok = ends_in_prefetch(root, events.iterators)
+    rows = stats.rows_of(int(pipeline.executions[0]))
+    picked = rows[stats.bottleneck[rows]]
+    bottleneck: IteratorInfo | None = None
+    self_ps = calls = 0
+    texts: list[str] = []
+    kind = "none"
+    if len(picked):
+        bottleneck = events.iterators[int(events.iterator_ids[stats.iterator[picked[0]]])]
+        self_ps = int(stats.self_ps[picked[0]])
+        calls = int(stats.num_calls[picked[0]])
+        kind = suggestion_type(bottleneck)
+        texts.append(suggestion(bottleneck))
+    if not prefetch_ok:
+        texts.append(PREFETCH_SUGGESTION)
+    return PipelineSummary(
+        pipeline, int(latency.min()), float(latency.mean()), int(latency.max()), len(latency),
+        int((latency > SLOW_CALL_PS).sum()), prefetch_ok, bottleneck, self_ps, calls, kind,
+        texts)
+
+
+def execution_rows(host: HostTfData, execution: int) -> np.ndarray:
+    """Rows of `host.stats` for one execution, in order of first start (graph node order)."""
+    rows = host.stats.rows_of(execution)
+    return rows[np.lexsort((host.stats.iterator[rows], host.stats.start_ps[rows]))]

@@ -1,0 +1,160 @@
+"""trace_viewer view: the events of a time window, every visible one, in a columnar encoding.
+
+`build` answers `data?tag=trace_viewer` (parameters `start_time_ms`, `end_time_ms`,
+`resolution`); `event` and `search` answer the `trace_event` and `trace_search` routes. The
+wire format is in docs/api.md ("trace_viewer"), the design in docs/trace_viewer.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from tb_profile_plugin.errors import BadRequest
+from tb_profile_plugin.tools.document import Diagnostics, document
+from tb_profile_plugin.tools.registry import RunFacts, View, ViewRequest, register
+from tb_profile_plugin.trace.details import event_details, search
+from tb_profile_plugin.trace.window import TraceSet, trace_set, visible_events
+
+NAME = "trace_viewer"
+VERSION = 1
+DEFAULT_RESOLUTION = 1600
+_PS_PER_MS = 1e9
+_PS_PER_US = 1e6
+
+
+def _float_param(params: Mapping[str, str], key: str) -> float | None:
+    text = params.get(key)
+    if text is None or text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadRequest(f"{key}={text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise BadRequest(f"{key}={text!r} is not a finite number")
+    return value
+
+
+def _int_param(params: Mapping[str, str], key: str, default: int | None) -> int | None:
+    text = params.get(key)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadRequest(f"{key}={text!r} is not an integer") from None
+    if value < 0:
+        raise BadRequest(f"{key}={value} is negative")
+    return value
+
+
+def _processes(trace: TraceSet) -> list[dict[str, Any]]:
+    out = []
+    for h in trace.hosts:
+        for p in h.index.processes:
+            out.append({
+                "pid": h.pid_offset + p.pid,
+                "name": f"{h.host}: {p.name}" if trace.combined else p.name,
+                "host": h.host,
+                "sort_index": h.pid_offset + p.sort_index,
+                "threads": [{"tid": t.tid, "name": t.name, "sort_index": t.sort_index,
+                             "max_depth": t.max_depth, "num_events": t.num_events,
+                             "derived": t.derived} for t in p.threads],
+            })
+    return out
+
+
+def build(request: ViewRequest) -> dict[str, Any]:
+    params = request.params
+    trace = trace_set(request.profiles)
+    span_ms = trace.end_ps / _PS_PER_MS
+    start_ms = _float_param(params, "start_time_ms")
+    end_ms = _float_param(params, "end_time_ms")
+    start_ms = 0.0 if start_ms is None else start_ms
+    end_ms = span_ms if end_ms is None else end_ms
+    if end_ms < start_ms or (end_ms == start_ms and span_ms > 0):
+        raise BadRequest(f"end_time_ms ({end_ms}) must be greater than start_time_ms "
+                         f"({start_ms})")
+    resolution = _int_param(params, "resolution", DEFAULT_RESOLUTION)
+    assert resolution is not None
+    a_ps, b_ps = round(start_ms * _PS_PER_MS), round(end_ms * _PS_PER_MS)
+
+    strings: dict[str, int] = {}
+    columns: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "id", "pid", "tid", "name", "start", "duration", "depth")}
+    filtered = 0
+    for h in trace.hosts:
+        index = h.index
+        visible = visible_events(index, a_ps - h.shift_ps, b_ps - h.shift_ps, resolution)
+        ids = visible.ids
+        filtered += visible.num_filtered
+        track = index.track_of(ids)
+        used, inverse = np.unique(index.name_id[ids], return_inverse=True)
+        remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
+                          for u in used.tolist()], np.int64)
+        start = index.start_ps[ids]
+        columns["id"].append(ids + h.id_offset)
+        columns["pid"].append(h.track_pid[track])
+        columns["tid"].append(h.track_tid[track])
+        columns["name"].append(remap[inverse.ravel()] if len(ids) else np.zeros(0, np.int64))
+        columns["start"].append((start + h.shift_ps) / _PS_PER_US)
+        columns["duration"].append((index.end_ps[ids] - start) / _PS_PER_US)
+        columns["depth"].append(index.depth[ids])
+
+    def cat(key: str) -> list[Any]:
+        return np.concatenate(columns[key]).tolist() if columns[key] else []
+
+    events = {"id": cat("id"), "pid": cat("pid"), "tid": cat("tid"), "name": cat("name"),
+              "start_us": cat("start"), "duration_us": cat("duration"), "depth": cat("depth")}
+    diagnostics = Diagnostics()
+    for h in trace.hosts:
+        for error in dict.fromkeys(h.index.profile.errors):
+            diagnostics.errors.append(f"{h.host}: the profiler recorded an error: {error}")
+        if h.index.num_derived_events:
+            diagnostics.info.append(
+                f"{h.host}: {h.index.num_derived_events} events on derived device tracks "
+                "(Steps, TensorFlow Ops, XLA Ops) made from the kernels")
+    if trace.combined:
+        diagnostics.info.append(
+            f"{len(trace.hosts)} hosts on one time axis, aligned by absolute time")
+    return document(
+        NAME, VERSION, request.run, request.host, diagnostics,
+        origin_ns=trace.origin_ns,
+        full_timespan_ms=[0.0, span_ms],
+        window_ms=[a_ps / _PS_PER_MS, b_ps / _PS_PER_MS],
+        resolution=resolution,
+        total_events=trace.total_events,
+        derived_events=sum(h.index.num_derived_events for h in trace.hosts),
+        returned_events=len(events["id"]),
+        filtered_events=filtered,
+        processes=_processes(trace),
+        strings=list(strings),
+        events=events,
+    )
+
+
+def event(request: ViewRequest) -> dict[str, Any]:
+    """The `trace_event` route: one event's details and flows."""
+    event_id = _int_param(request.params, "event_id", None)
+    if event_id is None:
+        raise BadRequest("the event_id parameter is missing")
+    return event_details(trace_set(request.profiles), event_id)
+
+
+def search_route(request: ViewRequest) -> dict[str, Any]:
+    """The `trace_search` route: match K of a case-insensitive name search."""
+    return search(
+        trace_set(request.profiles), request.params.get("q", ""),
+        _int_param(request.params, "index", None), _float_param(request.params, "from_us"),
+    )
+
+
+def _has_events(facts: RunFacts) -> bool:
+    return facts.num_events > 0
+
+
+VIEW = register(View(NAME, VERSION, build, _has_events, combines_hosts=True))

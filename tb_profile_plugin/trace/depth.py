@@ -1,0 +1,49 @@
+"""Nesting depth of the events of one track, and their order by (depth, start).
+
+Same rule as `analysis/nesting.py` (closes before opens at one instant; among opens at one
+instant the longer first; a zero-length event closes half a picosecond after it opens), but
+depth only, in three vectorised steps instead of a sort over both boundaries:
+
+    order   = events by (start ascending, end descending)
+    close   = 2*end, or 2*start + 1 for a zero-length event (sorted)
+    depth_i = i - #(close <= 2*start_i)
+
+Every close counted for event i belongs to an event placed before i in `order` (a close at or
+before i's open time starts no later than i, and one starting at the same instant that is
+already closed would have to be zero-length, whose close comes after the open), so the
+difference is the number of events still open when i opens.
+
+That count is the nesting depth when the events nest properly. Events that overlap without
+nesting (the Python tracer's) are checked for exactly as `analysis/nesting.py` does (in a
+properly nested track every close leaves the count at the closing event's own depth) and then
+take the depth that module gives them, so the trace and the analysis agree on every event.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tb_profile_plugin.analysis.nesting import stack_nesting
+
+
+def depth_order(start_ps: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, depth): the permutation sorting events by (depth, start, longer first), and the
+    depth of each event in that order."""
+    n = len(start_ps)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32)
+    by_start = np.lexsort((-end_ps, start_ps))
+    s = start_ps[by_start]
+    e = end_ps[by_start]
+    close_by_start = np.where(e == s, 2 * s + 1, 2 * e)
+    # closes in time order; at one instant the inner (later-opened) event closes first
+    close_order = np.lexsort((-np.arange(n), close_by_start))
+    close = close_by_start[close_order]
+    depth = np.arange(n, dtype=np.int64) - np.searchsorted(close, 2 * s, "right")
+    open_before_close = np.searchsorted(2 * s, close, "left")
+    if not np.array_equal(open_before_close - np.arange(1, n + 1), depth[close_order]):
+        depth = stack_nesting(np.arange(n), close_by_start)[1].astype(np.int64)
+    max_depth = int(depth.max())
+    small = depth.astype(np.int16 if max_depth < 2**15 else np.int32)
+    by_depth = np.argsort(small, kind="stable")  # radix sort for int16
+    return by_start[by_depth], depth[by_depth].astype(np.int32)

@@ -1,0 +1,311 @@
+"""The trace index of one profile: every event per track, ready for window queries.
+
+Tracks: a process per plane (devices first by ordinal, then `/host:CPU`, then other planes with
+lines), a thread per line. On a device plane the derived tracks come first (Steps, TensorFlow
+Ops, XLA Ops: the file's own derived lines, or, on GPU planes without them, tracks derived
+from the kernels by `trace/derived.py`), then the streams by line id. Host threads are grouped
+by pool name (`python` first, then `tf_Compute/...`, `tf_data_.../...` by name), then by id.
+
+Storage: all events in one set of columns, ordered by (track, depth, start); an event's id is
+its position there, so ids are stable for a file. Each (track, depth) is a *segment*: its
+starts are sorted, and `max_end_ps` holds the running maximum of ends within the segment, so
+the events of a segment that overlap a window are found with two binary searches (events at
+one depth rarely overlap, so a long event starting long before the window does not widen the
+search for the others). `source_line`/`source_row` point back to the XEvent for details;
+derived events point to the first event they cover.
+
+Times are ps from `Profile.origin_ns`; `absolute_origin_ns` is that zero in Unix ns (TF's
+normalized captures count line timestamps from the `profile_start_time` plane stat).
+
+`trace_index(profile)` builds once per decoded profile and keeps the result while the profile
+is alive (the store keeps decoded profiles).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tb_profile_plugin.trace.depth import depth_order
+from tb_profile_plugin.trace.derived import STEPS, TF_OPS, XLA_OPS, derive_tracks
+from tb_profile_plugin.xspace.model import Line, Plane, Profile
+from tb_profile_plugin.xspace.schema import (
+    DERIVED_LINE_NAMES,
+    HOST_PLANE_NAME,
+    TASK_ENVIRONMENT_PLANE_NAME,
+    is_derived_line,
+    is_device_plane,
+    is_gpu_plane,
+)
+
+#: Unix ns below this are taken as relative to the capture's `profile_start_time` (~1 day).
+_RELATIVE_TIMESTAMP_MAX_NS = 86_400 * 10**9
+_DERIVED_ORDER = (STEPS, TF_OPS, XLA_OPS)
+_DIGITS = re.compile(r"(\d+)")
+
+
+@dataclass(frozen=True)
+class Thread:
+    tid: int
+    name: str
+    sort_index: int
+    max_depth: int
+    num_events: int
+    track: int  # index into TraceIndex.tracks
+    derived: bool  # made by this index, not a line of the file
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    name: str
+    sort_index: int
+    plane_index: int
+    threads: list[Thread]
+
+
+@dataclass
+class TraceIndex:
+    profile: Profile
+    processes: list[Process]
+    tracks: list[Thread]  # in storage order (by pid, then tid)
+    track_bounds: np.ndarray  # int64, len(tracks) + 1: events of track t
+    names: list[str]
+    start_ps: np.ndarray  # int64
+    end_ps: np.ndarray  # int64
+    max_end_ps: np.ndarray  # int64: running max of end_ps within each segment
+    name_id: np.ndarray  # int32
+    depth: np.ndarray  # int32
+    source_line: np.ndarray  # int32: index into `lines`
+    source_row: np.ndarray  # int64: the XEvent's row in its line
+    segment_bounds: np.ndarray  # int64, len(segments) + 1
+    segment_track: np.ndarray  # int32 per segment
+    lines: list[tuple[int, Line]]  # (plane index, line) of every source line
+    absolute_origin_ns: int
+    num_derived_events: int
+    _lazy: dict[str, Any] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+    @property
+    def first_ps(self) -> int:
+        return int(self.start_ps.min()) if len(self) else 0
+
+    @property
+    def last_ps(self) -> int:
+        return int(self.end_ps.max()) if len(self) else 0
+
+    def track_of(self, event_ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.track_bounds, event_ids, "right") - 1
+
+    def lazy(self, key: str, build: Any) -> Any:
+        """A structure built on first use (details, flows, search) and kept with the index."""
+        with self._lock:
+            if key not in self._lazy:
+                self._lazy[key] = build()
+            return self._lazy[key]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(a.nbytes) for a in (
+            self.start_ps, self.end_ps, self.max_end_ps, self.name_id, self.depth,
+            self.source_line, self.source_row))
+
+
+_cache: dict[int, TraceIndex] = {}
+_cache_lock = threading.Lock()
+_build_locks: dict[int, threading.Lock] = {}
+
+
+def trace_index(profile: Profile) -> TraceIndex:
+    """The index of `profile`, built once (concurrent callers wait for one build)."""
+    key = id(profile)
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            return cached
+        lock = _build_locks.setdefault(key, threading.Lock())
+    with lock:
+        with _cache_lock:
+            cached = _cache.get(key)
+        if cached is not None:
+            return cached
+        index = build_index(profile)
+        with _cache_lock:
+            _cache[key] = index
+            _build_locks.pop(key, None)
+            weakref.finalize(profile, _cache.pop, key, None)
+        return index
+
+
+def absolute_origin_ns(profile: Profile) -> int:
+    """Unix ns of the profile's time zero (`Profile.origin_ns` is relative to the capture's
+    `profile_start_time` in TF's normalized files)."""
+    if profile.origin_ns >= _RELATIVE_TIMESTAMP_MAX_NS:
+        return profile.origin_ns
+    env = profile.plane(TASK_ENVIRONMENT_PLANE_NAME) or profile.plane("Task Environment")
+    if env is not None:
+        start = env.stat_values().get("profile_start_time")
+        if isinstance(start, int) and start > 0:
+            return start + profile.origin_ns
+    return profile.origin_ns
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(text))
+
+
+def _plane_key(plane: Plane) -> tuple[Any, ...]:
+    if is_device_plane(plane.name):
+        return (0, _natural(plane.name))
+    if plane.name == HOST_PLANE_NAME:
+        return (1, ())
+    return (2, _natural(plane.name))
+
+
+def _line_key(line: Line, device: bool) -> tuple[Any, ...]:
+    label = line.label
+    if is_derived_line(line.id, line.name) or (device and line.name in DERIVED_LINE_NAMES):
+        order = _DERIVED_ORDER.index(line.name) if line.name in _DERIVED_ORDER else 9
+        return (0, order, label, line.id)
+    if device:
+        return (1, 0, "", line.id)
+    pool = label.split("/", 1)[0]
+    return (1, 0 if pool == "python" else 1, _natural(pool), _natural(label), line.id)
+
+
+@dataclass
+class _Track:
+    name: str
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    name_id: np.ndarray
+    source_line: np.ndarray
+    source_row: np.ndarray
+    derived: bool
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def ids(self, texts: list[str]) -> np.ndarray:
+        return np.array([self.index.setdefault(t, len(self.index)) for t in texts] + [-1],
+                        np.int64)
+
+
+def build_index(profile: Profile) -> TraceIndex:
+    names = _Names()
+    lines: list[tuple[int, Line]] = []
+    line_position: dict[int, int] = {}
+    per_process: list[tuple[Plane, int, list[_Track]]] = []
+    for p_index in sorted(range(len(profile.planes)), key=lambda i: _plane_key(profile.planes[i])):
+        plane = profile.planes[p_index]
+        if not plane.lines:
+            continue
+        device = is_device_plane(plane.name)
+        table = plane.event_metadata
+        local = names.ids(table.names.tolist())
+        unknown = "<unknown event metadata>"
+        tracks: list[_Track] = []
+        for line in sorted(plane.lines, key=lambda ln: _line_key(ln, device)):
+            line_position[id(line)] = len(lines)
+            lines.append((p_index, line))
+            rows = table.rows_of(line.events.metadata_id)
+            name_id = local[rows]
+            if np.any(name_id < 0):
+                name_id = np.where(name_id < 0, names.ids([unknown])[0], name_id)
+            n = len(line.events)
+            start = line.events.start_ps
+            tracks.append(_Track(
+                line.label, start, start + line.events.duration_ps, name_id,
+                np.full(n, line_position[id(line)], np.int32), np.arange(n, dtype=np.int64),
+                False,
+            ))
+        has_derived = any(is_derived_line(ln.id, ln.name) for ln in plane.lines)
+        if is_gpu_plane(plane.name) and not has_derived:
+            derived = []
+            for d in derive_tracks(profile, p_index):
+                pos = np.array([line_position[id(ln)] for _, ln in d.table.lines], np.int32)
+                k = d.table.line_index[d.source]
+                derived.append(_Track(
+                    d.name, d.start_ps, d.end_ps, names.ids(d.texts)[d.text_id],
+                    pos[k], d.source - d.table.line_bounds[k], True,
+                ))
+            tracks = derived + tracks
+        per_process.append((plane, p_index, tracks))
+    return _assemble(profile, per_process, list(names.index), lines)
+
+
+def _assemble(
+    profile: Profile, per_process: list[tuple[Plane, int, list[_Track]]], names: list[str],
+    lines: list[tuple[int, Line]],
+) -> TraceIndex:
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "start", "end", "max_end", "name", "depth", "line", "row")}
+    processes: list[Process] = []
+    flat: list[Thread] = []
+    track_sizes: list[int] = []
+    segment_sizes: list[np.ndarray] = []
+    segment_track: list[np.ndarray] = []
+    num_derived = 0
+    for pid, (plane, p_index, tracks) in enumerate(per_process, start=1):
+        threads = []
+        for tid, t in enumerate(tracks, start=1):
+            order, depth = depth_order(t.start_ps, t.end_ps)
+            start, end = t.start_ps[order], t.end_ps[order]
+            counts = np.bincount(depth, minlength=1) if len(depth) else np.zeros(0, np.int64)
+            bounds = np.concatenate([[0], np.cumsum(counts)])
+            max_end = end.copy()
+            for d in range(len(counts)):
+                seg = max_end[bounds[d] : bounds[d + 1]]
+                np.maximum.accumulate(seg, out=seg)
+            cols["start"].append(start)
+            cols["end"].append(end)
+            cols["max_end"].append(max_end)
+            cols["name"].append(t.name_id[order].astype(np.int32))
+            cols["depth"].append(depth)
+            cols["line"].append(t.source_line[order])
+            cols["row"].append(t.source_row[order])
+            thread = Thread(tid, t.name, tid - 1, int(depth.max()) if len(depth) else 0,
+                            len(start), len(flat), t.derived)
+            threads.append(thread)
+            segment_sizes.append(counts)
+            segment_track.append(np.full(len(counts), len(flat), np.int32))
+            flat.append(thread)
+            track_sizes.append(len(start))
+            num_derived += len(start) if t.derived else 0
+        processes.append(Process(pid, plane.name, pid - 1, p_index, threads))
+
+    def cat(key: str, dtype: type) -> np.ndarray:
+        parts = cols[key]
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+    sizes = np.concatenate(segment_sizes) if segment_sizes else np.zeros(0, np.int64)
+    return TraceIndex(
+        profile=profile,
+        processes=processes,
+        tracks=flat,
+        track_bounds=np.concatenate([[0], np.cumsum(np.array(track_sizes, np.int64))]),
+        names=names,
+        start_ps=cat("start", np.int64),
+        end_ps=cat("end", np.int64),
+        max_end_ps=cat("max_end", np.int64),
+        name_id=cat("name", np.int32),
+        depth=cat("depth", np.int32),
+        source_line=cat("line", np.int32),
+        source_row=cat("row", np.int64),
+        segment_bounds=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        segment_track=(np.concatenate(segment_track) if segment_track
+                       else np.zeros(0, np.int32)),
+        lines=lines,
+        absolute_origin_ns=absolute_origin_ns(profile),
+        num_derived_events=num_derived,
+    )

@@ -1,0 +1,89 @@
+"""The pod viewer in Chromium on the real two-host capture: the slider, the columns, the card
+and the straggler table show the numbers of the server's JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import Locator, Page, expect
+
+from tests.browser.checks import assert_clean, check_csv_link
+from tests.browser.pages import (
+    expect_view,
+    get_json,
+    run_of,
+    runs_of_server,
+    selection_hash,
+    standalone,
+)
+from tests.browser.support import MULTI_HOST_FIXTURE, PageRecord
+
+VIEW = "pod_viewer"
+
+
+def _times(step: dict[str, Any]) -> str:
+    return ",".join(f"{c['step_time_us']:.1f}" for c in step["hosts"])
+
+
+def _expect_step(page: Page, step: dict[str, Any]) -> None:
+    chart = page.get_by_test_id("pod-chart")
+    expect(chart).to_have_attribute("data-step", str(step["step_num"]))
+    expect(chart).to_have_attribute("data-step-times-us", _times(step))
+    expect(page.get_by_test_id("pod-step")).to_have_text(str(step["step_num"]))
+    slowest = max(step["hosts"], key=lambda c: c["step_time_us"])
+    _expect_card(page, slowest)
+
+
+def _expect_card(page: Page, column: dict[str, Any]) -> None:
+    expect(page.get_by_test_id("pod-card-label")).to_have_text(column["host"])
+    expect(page.get_by_test_id("pod-card-host-step")).to_have_text(str(column["step_num"]))
+    expect(page.get_by_test_id("pod-card-step-time-us")).to_have_text(
+        f"{column['step_time_us']:.1f}")
+    for key, value in column["breakdown_us"].items():
+        expect(page.get_by_test_id(f"pod-card-{key}-us")).to_have_text(f"{value:.1f}")
+
+
+def _hover_column(page: Page, chart: Locator, fraction: float) -> None:
+    box = chart.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * fraction, box["y"] + box["height"] * 0.6)
+
+
+def test_slider_moves_the_columns_to_that_steps_numbers(
+    page: Page, tensorboard_url: str, record: PageRecord
+) -> None:
+    run = run_of(runs_of_server(tensorboard_url), MULTI_HOST_FIXTURE)
+    assert get_json(tensorboard_url, "hosts", run=run, tag=VIEW)[0] == "ALL_HOSTS"
+    doc = get_json(tensorboard_url, "data", run=run, tag=VIEW, host="ALL_HOSTS")
+    steps = doc["steps"]
+    assert len(steps) == doc["num_steps"] > 100 and len(doc["hosts"]) == 2
+    page.goto(standalone(tensorboard_url, selection_hash(run, VIEW, "ALL_HOSTS")))
+    expect_view(page, VIEW, run, "ALL_HOSTS")
+    expect(page.get_by_test_id("pod-viewer")).to_have_attribute("data-steps", str(len(steps)))
+    _expect_step(page, steps[0])
+
+    slider = page.get_by_test_id("pod-slider")
+    slider.fill("57")
+    _expect_step(page, steps[57])
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    _expect_step(page, steps[58])
+    page.keyboard.press("End")
+    _expect_step(page, steps[-1])
+
+    # Hovering a column shows that column's details in the card.
+    chart = page.get_by_test_id("pod-chart")
+    for fraction, column in ((0.3, steps[-1]["hosts"][0]), (0.8, steps[-1]["hosts"][1])):
+        _hover_column(page, chart, fraction)
+        _expect_card(page, column)
+
+    # The straggler table: most lag first, as the server ranks it.
+    first = page.get_by_test_id("straggler-row").first
+    top = doc["stragglers"][0]
+    expect(first).to_have_attribute("data-step", str(top["step_num"]))
+    expect(first).to_have_attribute("data-host", top["host"])
+    expect(first.get_by_test_id("straggler-row-lag_us")).to_have_text(f"{top['lag_us']:.1f}")
+    expect(page.get_by_test_id("straggler-row-count")).to_contain_text(
+        str(len(doc["stragglers"])))
+    check_csv_link(page, page, "straggler-csv", "stragglers")
+    assert_clean(record)
