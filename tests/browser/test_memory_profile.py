@@ -205,10 +205,17 @@ def test_memory_ids_and_zoom_on_a_synthetic_profile(
         page.wait_for_timeout(60)
     expect(page.get_by_test_id("memory-zoom-reset")).to_be_visible(timeout=LOAD_TIMEOUT_MS)
     assert "start_time_ms=" in page.url and "end_time_ms=" in page.url
+    full = doc["full_timespan_ms"]
+    # The URL changes first; the range shown follows once the zoomed document has loaded.
+    page.wait_for_function(
+        """([s, e]) => {
+          const el = document.querySelector('[data-testid="memory-range"]');
+          return el !== null && (Number(el.dataset.start) !== s || Number(el.dataset.end) !== e);
+        }""",
+        arg=full, timeout=LOAD_TIMEOUT_MS)
     range_element = page.get_by_test_id("memory-range")
     start = float(range_element.get_attribute("data-start") or "nan")
     end = float(range_element.get_attribute("data-end") or "nan")
-    full = doc["full_timespan_ms"]
     assert full[0] <= start < end <= full[1] and (start, end) != tuple(full)
     _, zoomed = document(base, MEMORY_RUN, VIEW, memory_id="GPU_0_bfc",
                          start_time_ms=repr(start), end_time_ms=repr(end))
