@@ -67,6 +67,26 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
+def _refuse_cross_site(request: Request) -> None:
+    """Refuse a capture a browser sends on behalf of another site.
+
+    A capture makes TensorBoard connect to the addresses a request names, so a page on any
+    site must not be able to trigger one (an `<img>` or a form aimed at localhost). Browsers
+    say where a request comes from (`Sec-Fetch-Site`, `Origin`); scripts and the CLI send
+    neither and are not affected.
+    """
+    from tb_profile_plugin.capture import CaptureDisabled
+
+    fetch_site = request.headers.get("Sec-Fetch-Site", "")
+    origin = request.headers.get("Origin", "")
+    foreign_origin = bool(origin) and origin != "null" and (
+        origin.split("://", 1)[-1].rstrip("/") != request.host)
+    if fetch_site in ("cross-site", "same-site") or origin == "null" or foreign_origin:
+        raise CaptureDisabled(
+            "capture refused: the request came from another site "
+            f"({origin or fetch_site}); open the Profile tab from this TensorBoard to capture")
+
+
 def _respond_errors(handler: Handler) -> Handler:
     def wrapped(request: Request) -> Response:
         try:
@@ -194,6 +214,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
                 f"capture is switched off in this TensorBoard (--{metadata.CAPTURE_FLAG}=off); "
                 "capture from a terminal with: tb-profile capture HOST:PORT --logdir LOGDIR"
             )
+        _refuse_cross_site(request)
         params = request.values
         addresses = params.get("service_addr", "")
         capture.parse_addresses(addresses)  # 400 before anything else

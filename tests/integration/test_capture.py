@@ -182,6 +182,28 @@ def test_route_errors_are_clear_and_fast(board: Server) -> None:
     assert board.process.poll() is None
 
 
+def test_route_refuses_captures_sent_by_other_sites(board: Server) -> None:
+    """A page on another site must not make TensorBoard connect anywhere; scripts (no
+    browser headers) and this TensorBoard's own page may."""
+    route = "/capture_profile?service_addr=127.0.0.1"  # malformed: 400 once let through
+    host = board.base_url.split("://", 1)[1]
+    refused = [
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},  # another port of localhost is the same site
+        {"Origin": "http://attacker.example"},
+        {"Origin": "null"},
+    ]
+    for headers in refused:
+        status, _, body = board.get(route, headers=headers)
+        assert status == 403, (headers, status)
+        assert "another site" in json.loads(body)["error"]
+    allowed = [{}, {"Sec-Fetch-Site": "same-origin", "Origin": f"http://{host}"}]
+    for headers in allowed:
+        status, _, body = board.get(route, headers=headers)
+        assert status == 400 and "host:port" in json.loads(body)["error"], (headers, body)
+    assert board.process.poll() is None
+
+
 def test_empty_traces_are_retried_then_reported(board: Server, idle_server: TrainingServer) -> None:
     status, answer, seconds = post(board, "/capture_profile", {
         "service_addr": idle_server.address, "duration": "300", "num_retry": "2",
