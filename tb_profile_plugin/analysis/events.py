@@ -59,6 +59,17 @@ class EventTable:
             self._stat_cache[key] = out
         return self._stat_cache[key]
 
+    def float_stat(self, stat_name: str) -> np.ndarray:
+        """Dense float64 column of a numeric stat (NaN where absent)."""
+        out = np.full(len(self), np.nan)
+        for k, (plane, line) in enumerate(self.lines):
+            stat_id = plane.stat_metadata.id_of(stat_name)
+            if stat_id is None:
+                continue
+            lo, hi = self.line_bounds[k], self.line_bounds[k + 1]
+            out[lo:hi] = line.stats.float_column(stat_id, int(hi - lo))
+        return out
+
     def str_stat_codes(self, stat_name: str) -> tuple[np.ndarray, list[str]]:
         """A str/ref stat as categorical codes: (code per event, -1 where absent; the texts).
 

@@ -1,7 +1,8 @@
 """Everything the analysis views need from one host's profile, computed once and kept.
 
-`analyze(profile)` builds the event table, forest, step database, op metrics and kernel
-statistics, and reads the run environment from the planes. The result is memoised per decoded
+`analyze(profile)` builds the step database, op metrics and kernel statistics from the
+profile's event forest (shared with the other analyses: analysis/profile_cache.py), and reads
+the run environment from the planes. The result is memoised per decoded
 profile (the store keeps decoded profiles, so a second request for any view of the same file is
 served from memory).
 
@@ -16,14 +17,13 @@ that GPU's device events), for the pod viewer's per-core columns.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 from tb_profile_plugin.analysis.events import build_event_table
-from tb_profile_plugin.analysis.forest import build_forest
+from tb_profile_plugin.analysis.forest import Forest, build_forest
 from tb_profile_plugin.analysis.kernel_stats import KernelStats, build_kernel_stats
 from tb_profile_plugin.analysis.op_metrics import OpMetrics, build_op_metrics
+from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.schema import is_device_plane, is_gpu_plane
@@ -57,29 +57,18 @@ class HostAnalysis:
     core_steps: tuple[tuple[str, StepDb], ...] = ()
 
 
-_cache: dict[int, HostAnalysis] = {}
-_lock = threading.Lock()
-
-
+@per_profile
 def analyze(profile: Profile) -> HostAnalysis:
-    key = id(profile)
-    with _lock:
-        cached = _cache.get(key)
-    if cached is not None:
-        return cached
-    result = _analyze(profile)
-    with _lock:
-        if key not in _cache:
-            _cache[key] = result
-            weakref.finalize(profile, _cache.pop, key, None)
-    return result
+    """The analysis of a decoded profile, from its shared event forest."""
+    return _analyze(profile, profile_forest(profile))
 
 
 def analyze_file(path: str) -> HostAnalysis:
     """The analysis of one host file, keeping nothing else (a pure function for the pool)."""
     from tb_profile_plugin.xspace.store import ProfileStore
 
-    return _analyze(ProfileStore(max_bytes=0).open(path))
+    profile = ProfileStore(max_bytes=0).open(path)
+    return _analyze(profile, build_forest(build_event_table(profile)))
 
 
 def time_base_ns(profile: Profile) -> int:
@@ -110,9 +99,8 @@ def _environment(profile: Profile) -> RunEnvironment:
     return RunEnvironment(profile.hostnames or ["localhost"], device_type, len(devices))
 
 
-def _analyze(profile: Profile) -> HostAnalysis:
-    table = build_event_table(profile)
-    forest = build_forest(table)
+def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
+    table = forest.table
     classified = classify(forest)
     types, on_device, has_device = classified
     steps = build_step_db(forest, classified)

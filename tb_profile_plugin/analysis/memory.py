@@ -30,14 +30,12 @@ over lines, stats and allocators.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
-from tb_profile_plugin.analysis.events import EventTable, build_event_table
-from tb_profile_plugin.analysis.forest import build_forest
+from tb_profile_plugin.analysis.events import EventTable
+from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.xspace.model import Profile
 
 ALLOCATION = "MemoryAllocation"
@@ -117,25 +115,6 @@ class MemorySnapshots:
         return list(self.allocators)
 
 
-_cache: dict[int, MemorySnapshots] = {}
-_lock = threading.Lock()
-
-
-def memory_snapshots(profile: Profile) -> MemorySnapshots:
-    """The allocators' snapshots of `profile`, computed once per decoded profile."""
-    key = id(profile)
-    with _lock:
-        cached = _cache.get(key)
-    if cached is not None:
-        return cached
-    result = build_memory_snapshots(profile)
-    with _lock:
-        if key not in _cache:
-            _cache[key] = result
-            weakref.finalize(profile, _cache.pop, key, None)
-    return result
-
-
 def build_memory_snapshots(profile: Profile) -> MemorySnapshots:
     """Reads the allocator events of `profile`'s host planes into per-allocator snapshots."""
     has_memory = any(
@@ -146,9 +125,10 @@ def build_memory_snapshots(profile: Profile) -> MemorySnapshots:
     num_host = sum(p.num_events for p in profile.planes if p.name.startswith(HOST_PLANE_PREFIX))
     if not has_memory:
         return MemorySnapshots({}, num_host)
-    # The forest needs every plane (steps are found on the host, grouped across threads).
-    table = build_event_table(profile)
-    group_id = build_forest(table).group_id
+    # The forest over every plane (steps are found on the host, grouped across threads), as
+    # the host analysis uses it.
+    forest = profile_forest(profile)
+    table, group_id = forest.table, forest.group_id
     names = np.array([n in (ALLOCATION, DEALLOCATION) for n in table.names] + [False])
     host = np.array([p.name.startswith(HOST_PLANE_PREFIX) for p in profile.planes] + [False])
     events = np.flatnonzero(names[table.name_id] & host[table.plane_index])
@@ -164,6 +144,9 @@ def build_memory_snapshots(profile: Profile) -> MemorySnapshots:
         allocators[allocator_names[k]] = _allocator(allocator_names[k], columns, picked)
     return MemorySnapshots(allocators, num_host)
 
+
+#: The allocators' snapshots of `profile`, computed once per decoded profile.
+memory_snapshots = per_profile(build_memory_snapshots)
 
 _INT_STATS = {
     "stack_bytes": "bytes_reserved",
@@ -184,7 +167,7 @@ def _read_columns(table: EventTable, events: np.ndarray) -> dict[str, np.ndarray
     for column, stat in _INT_STATS.items():
         values = table.int_stat(stat)[events]
         columns[column] = values if column in ("address", "data_type") else np.maximum(values, 0)
-    columns["fragmentation"] = _float_stat(table, "fragmentation")[events]
+    columns["fragmentation"] = table.float_stat("fragmentation")[events]
     allocation_id = table.names.index(ALLOCATION) if ALLOCATION in table.names else -1
     columns["is_allocation"] = table.name_id[events] == allocation_id
     columns["time_ps"] = table.start_ps[events]
@@ -197,18 +180,6 @@ def _read_columns(table: EventTable, events: np.ndarray) -> dict[str, np.ndarray
         columns[column] = remap[np.where(picked < 0, len(names), picked)]
     columns["texts"] = list(texts)
     return columns
-
-
-def _float_stat(table: EventTable, stat_name: str) -> np.ndarray:
-    """Dense float64 column of a numeric stat over the table (NaN where absent)."""
-    out = np.full(len(table), np.nan)
-    for k, (plane, line) in enumerate(table.lines):
-        stat_id = plane.stat_metadata.id_of(stat_name)
-        if stat_id is None:
-            continue
-        lo, hi = table.line_bounds[k], table.line_bounds[k + 1]
-        out[lo:hi] = line.stats.float_column(stat_id, int(hi - lo))
-    return out
 
 
 def _memory_ids(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, list[str]]:

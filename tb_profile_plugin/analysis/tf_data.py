@@ -9,14 +9,11 @@ runs the guide's checks. A pipeline's bottleneck is the bottleneck of its slowes
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
-from tb_profile_plugin.analysis.events import build_event_table
-from tb_profile_plugin.analysis.forest import build_forest
+from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.tf_data_advice import (
     PREFETCH_SUGGESTION,
     GetNextLatency,
@@ -68,27 +65,12 @@ class HostTfData:
         return self.events.iterators[int(self.events.iterator_ids[self.stats.iterator[row]])]
 
 
-_cache: dict[int, HostTfData] = {}
-_lock = threading.Lock()
-
-
+@per_profile
 def analyze_tf_data(profile: Profile) -> HostTfData:
-    key = id(profile)
-    with _lock:
-        cached = _cache.get(key)
-    if cached is not None:
-        return cached
-    result = _analyze(profile)
-    with _lock:
-        if key not in _cache:
-            _cache[key] = result
-            weakref.finalize(profile, _cache.pop, key, None)
-    return result
-
-
-def _analyze(profile: Profile) -> HostTfData:
-    table = build_event_table(profile, lambda name: name.startswith("/host:"))
-    forest = build_forest(table)
+    """The tf.data analysis of a decoded profile, from its shared event forest (iterator
+    events are on host planes; the forest over every plane groups them as the steps are)."""
+    forest = profile_forest(profile)
+    table = forest.table
     events = find_tf_data_events(table, forest.nesting)
     stats = execution_stats(events)
     summaries = [_summary(events, stats, p) for p in events.pipelines]

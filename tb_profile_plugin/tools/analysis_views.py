@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from tb_profile_plugin.analysis.advice import step_diagnostics
+from tb_profile_plugin.analysis.breakdown import steps_json
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze
 from tb_profile_plugin.analysis.host_pool import analyze_files
 from tb_profile_plugin.analysis.multi_host import MultiHost, alignment_diagnostics, combine
+from tb_profile_plugin.analysis.step_db import StepDb
 from tb_profile_plugin.tools.document import Diagnostics
 from tb_profile_plugin.tools.registry import RunFacts, ViewRequest
 
@@ -86,6 +88,21 @@ def hosts_json(multi: MultiHost) -> dict[str, Any]:
         })
     return {"chief": a.chief, "num_common_steps": a.num_steps,
             "empty_intersect": a.empty_intersect, "hosts": rows}
+
+
+def step_rows(steps: StepDb, multi: MultiHost | None) -> list[dict[str, Any]]:
+    """The `steps` key; for several hosts each row names the host whose step it is (the
+    slowest)."""
+    rows = steps_json(steps)
+    if multi is not None:
+        for row, host in zip(rows, multi.slowest_host, strict=True):
+            row["host"] = host
+    return rows
+
+
+def multi_host_keys(multi: MultiHost | None) -> dict[str, Any]:
+    """`{"multi_host": ...}` for several hosts (see `hosts_json`), else nothing."""
+    return {} if multi is None else {"multi_host": hosts_json(multi)}
 
 
 def has_host_events(facts: RunFacts) -> bool:

@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.breakdown import Stats, category_ps, steps_json, verdict
+from tb_profile_plugin.analysis.breakdown import Stats, category_ps, verdict
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis
 from tb_profile_plugin.analysis.step_db import EventType
 from tb_profile_plugin.tools.analysis_views import (
     has_host_events,
-    hosts_json,
+    multi_host_keys,
     requested_analysis,
+    step_rows,
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.overview_page import steps_table
@@ -104,22 +105,16 @@ def build(request: ViewRequest) -> dict[str, Any]:
         diagnostics.info.append(
             "no input ops on the host: the profile holds no tf.data iterator, infeed or "
             "host-to-device copy events (the input comes from Python or was not traced)")
-    step_rows = steps_json(steps)
-    extra: dict[str, Any] = {}
-    if multi is not None:
-        for row, host in zip(step_rows, multi.slowest_host, strict=True):
-            row["host"] = host
-        extra["multi_host"] = hosts_json(multi)
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
-        steps=step_rows,
+        steps=step_rows(steps, multi),
         step_time_ms=Stats.of(steps.duration_ps / 1e9).to_json(),
         input_percent=Stats.of(per_step_input).to_json(),
         input_percent_total=v.input_percent,
         bottleneck={"input_bound": v.input_bound, "statement": v.statement},
         host_breakdown_us=host_breakdown_us(analysis, ops),
         input_ops=ops,
-        **extra,
+        **multi_host_keys(multi),
     )
 
 

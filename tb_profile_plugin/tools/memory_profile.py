@@ -29,7 +29,7 @@ from tb_profile_plugin.analysis.memory_timeline import in_range, sample_timeline
 from tb_profile_plugin.errors import BadRequest, NotFound
 from tb_profile_plugin.tools.analysis_views import has_host_events
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+from tb_profile_plugin.tools.registry import Table, View, ViewRequest, float_param, register
 
 NAME = "memory_profile"
 VERSION = 1
@@ -106,20 +106,9 @@ def _memory_id(params: Mapping[str, str], snapshots: MemorySnapshots) -> str:
 
 def _time_range(params: Mapping[str, str]) -> tuple[int | None, int | None]:
     """The timeline range in ps from `start_time_ms`/`end_time_ms` (either may be absent)."""
-    bounds: list[int | None] = []
-    for key in ("start_time_ms", "end_time_ms"):
-        text = params.get(key)
-        if text is None or text == "":
-            bounds.append(None)
-            continue
-        try:
-            value = float(text)
-        except ValueError:
-            raise BadRequest(f"{key} must be a number of milliseconds, not {text!r}") from None
-        if not math.isfinite(value):
-            raise BadRequest(f"{key} must be a finite number of milliseconds, not {text!r}")
-        bounds.append(round(value * PS_PER_MS))
-    start, end = bounds
+    start, end = (None if ms is None else round(ms * PS_PER_MS)
+                  for ms in (float_param(params, "start_time_ms"),
+                             float_param(params, "end_time_ms")))
     if start is not None and end is not None and start > end:
         raise BadRequest(f"start_time_ms ({params['start_time_ms']}) is after end_time_ms "
                          f"({params['end_time_ms']})")

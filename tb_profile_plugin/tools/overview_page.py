@@ -21,14 +21,14 @@ from tb_profile_plugin.analysis.breakdown import (
     Stats,
     category_ps,
     category_stats_ms,
-    steps_json,
     verdict,
 )
 from tb_profile_plugin.analysis.op_metrics import OpTable
 from tb_profile_plugin.tools.analysis_views import (
     has_host_events,
-    hosts_json,
+    multi_host_keys,
     requested_analysis,
+    step_rows,
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
@@ -73,15 +73,9 @@ def build(request: ViewRequest) -> dict[str, Any]:
             "no device planes: a CPU-only profile, so device compute, precision and top device "
             "ops are empty (on a GPU machine this means no CUPTI trace was captured)")
     env = analysis.environment
-    step_rows = steps_json(steps)
-    extra: dict[str, Any] = {}
-    if multi is not None:
-        for row, host in zip(step_rows, multi.slowest_host, strict=True):
-            row["host"] = host
-        extra["multi_host"] = hosts_json(multi)
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
-        steps=step_rows,
+        steps=step_rows(steps, multi),
         step_time_ms=Stats.of(steps.duration_ps / 1e9).to_json(),
         categories={
             name: {"label": CATEGORY_LABELS[name], **stats[name].to_json(),
@@ -106,7 +100,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         step_rule=analysis.root_rule,
         has_device=analysis.has_device,
         recommendations=recommendations(analysis),
-        **extra,
+        **multi_host_keys(multi),
     )
 
 

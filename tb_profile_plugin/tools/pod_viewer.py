@@ -62,14 +62,17 @@ def _core_columns(multi: MultiHost, host: str, rows: np.ndarray) -> list[list[di
     """Per requested host step row: one column per GPU plane that ran in that step."""
     analysis = multi.analyses[host]
     out: list[list[dict[str, Any]]] = [[] for _ in rows]
+    wanted = analysis.steps.group_id[rows]
     for plane_name, core in analysis.core_steps:
-        position = {int(g): i for i, g in enumerate(core.group_id)}
-        matrix = _category_matrix(core, np.arange(len(core)))
-        for k, g in enumerate(analysis.steps.group_id[rows]):
-            i = position.get(int(g))
-            if i is not None:
-                out[k].append({"core": plane_name,
-                               **_column(matrix[i], int(core.duration_ps[i]))})
+        # The core's step of each wanted group (of equal groups, the last), by a sorted search.
+        order = np.argsort(core.group_id, kind="stable")
+        at = np.searchsorted(core.group_id[order], wanted, "right") - 1
+        found = np.flatnonzero(at >= 0)
+        found = found[core.group_id[order[at[found]]] == wanted[found]]
+        picked = order[at[found]]
+        matrix = _category_matrix(core, picked)
+        for k, i, m in zip(found.tolist(), picked.tolist(), range(len(picked)), strict=True):
+            out[k].append({"core": plane_name, **_column(matrix[m], int(core.duration_ps[i]))})
     return out
 
 

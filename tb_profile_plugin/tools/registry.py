@@ -8,10 +8,12 @@ Views register themselves in `VIEWS`; `run_tools` lists them in the order design
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.schema import is_device_plane, is_gpu_plane
 
@@ -95,6 +97,34 @@ def ordered_views() -> list[View]:
 
 def views_for(facts: RunFacts) -> list[str]:
     return [view.name for view in ordered_views() if view.available(facts)]
+
+
+def float_param(params: Mapping[str, str], key: str) -> float | None:
+    """A query parameter as a finite number; None when absent or empty."""
+    text = params.get(key)
+    if text is None or text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadRequest(f"{key}={text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise BadRequest(f"{key}={text!r} is not a finite number")
+    return value
+
+
+def int_param(params: Mapping[str, str], key: str, default: int | None) -> int | None:
+    """A query parameter as a non-negative integer; `default` when absent or empty."""
+    text = params.get(key)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadRequest(f"{key}={text!r} is not an integer") from None
+    if value < 0:
+        raise BadRequest(f"{key}={value} is negative")
+    return value
 
 
 def _register_builtin_views() -> None:

@@ -7,15 +7,20 @@ wire format is in docs/api.md ("trace_viewer"), the design in docs/trace_viewer.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import RunFacts, View, ViewRequest, register
+from tb_profile_plugin.tools.registry import (
+    RunFacts,
+    View,
+    ViewRequest,
+    float_param,
+    int_param,
+    register,
+)
 from tb_profile_plugin.trace.details import event_details, search
 from tb_profile_plugin.trace.window import TraceSet, trace_set, visible_events
 
@@ -24,32 +29,6 @@ VERSION = 1
 DEFAULT_RESOLUTION = 1600
 _PS_PER_MS = 1e9
 _PS_PER_US = 1e6
-
-
-def _float_param(params: Mapping[str, str], key: str) -> float | None:
-    text = params.get(key)
-    if text is None or text == "":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise BadRequest(f"{key}={text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise BadRequest(f"{key}={text!r} is not a finite number")
-    return value
-
-
-def _int_param(params: Mapping[str, str], key: str, default: int | None) -> int | None:
-    text = params.get(key)
-    if text is None or text == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadRequest(f"{key}={text!r} is not an integer") from None
-    if value < 0:
-        raise BadRequest(f"{key}={value} is negative")
-    return value
 
 
 def _processes(trace: TraceSet) -> list[dict[str, Any]]:
@@ -72,14 +51,14 @@ def build(request: ViewRequest) -> dict[str, Any]:
     params = request.params
     trace = trace_set(request.profiles)
     span_ms = trace.end_ps / _PS_PER_MS
-    start_ms = _float_param(params, "start_time_ms")
-    end_ms = _float_param(params, "end_time_ms")
+    start_ms = float_param(params, "start_time_ms")
+    end_ms = float_param(params, "end_time_ms")
     start_ms = 0.0 if start_ms is None else start_ms
     end_ms = span_ms if end_ms is None else end_ms
     if end_ms < start_ms or (end_ms == start_ms and span_ms > 0):
         raise BadRequest(f"end_time_ms ({end_ms}) must be greater than start_time_ms "
                          f"({start_ms})")
-    resolution = _int_param(params, "resolution", DEFAULT_RESOLUTION)
+    resolution = int_param(params, "resolution", DEFAULT_RESOLUTION)
     assert resolution is not None
     a_ps, b_ps = round(start_ms * _PS_PER_MS), round(end_ms * _PS_PER_MS)
 
@@ -139,7 +118,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
 
 def event(request: ViewRequest) -> dict[str, Any]:
     """The `trace_event` route: one event's details and flows."""
-    event_id = _int_param(request.params, "event_id", None)
+    event_id = int_param(request.params, "event_id", None)
     if event_id is None:
         raise BadRequest("the event_id parameter is missing")
     return event_details(trace_set(request.profiles), event_id)
@@ -149,7 +128,7 @@ def search_route(request: ViewRequest) -> dict[str, Any]:
     """The `trace_search` route: match K of a case-insensitive name search."""
     return search(
         trace_set(request.profiles), request.params.get("q", ""),
-        _int_param(request.params, "index", None), _float_param(request.params, "from_us"),
+        int_param(request.params, "index", None), float_param(request.params, "from_us"),
     )
 
 

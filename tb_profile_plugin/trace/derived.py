@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable, build_event_table
-from tb_profile_plugin.analysis.forest import build_forest
+from tb_profile_plugin.analysis.profile_cache import profile_forest
 from tb_profile_plugin.xspace.model import Profile
 
 STEPS = "Steps"
@@ -75,8 +75,8 @@ def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrac
     group = table.int_stat("group_id")
     step_num: np.ndarray | None = None  # per forest group; None: name steps by group_id
     if not np.any(group >= 0):
-        full = build_event_table(profile)
-        forest = build_forest(full)
+        forest = profile_forest(profile)
+        full = forest.table
         # Both tables list this plane's lines in the same order, so rows correspond.
         plane_rows = np.flatnonzero(full.plane_index == plane_index)
         group = forest.group_id[plane_rows]

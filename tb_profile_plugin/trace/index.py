@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import re
 import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from tb_profile_plugin.analysis.profile_cache import per_profile
 from tb_profile_plugin.trace.depth import depth_order
 from tb_profile_plugin.trace.derived import STEPS, TF_OPS, XLA_OPS, derive_tracks
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
@@ -117,32 +117,6 @@ class TraceIndex:
         return sum(int(a.nbytes) for a in (
             self.start_ps, self.end_ps, self.max_end_ps, self.name_id, self.depth,
             self.source_line, self.source_row))
-
-
-_cache: dict[int, TraceIndex] = {}
-_cache_lock = threading.Lock()
-_build_locks: dict[int, threading.Lock] = {}
-
-
-def trace_index(profile: Profile) -> TraceIndex:
-    """The index of `profile`, built once (concurrent callers wait for one build)."""
-    key = id(profile)
-    with _cache_lock:
-        cached = _cache.get(key)
-        if cached is not None:
-            return cached
-        lock = _build_locks.setdefault(key, threading.Lock())
-    with lock:
-        with _cache_lock:
-            cached = _cache.get(key)
-        if cached is not None:
-            return cached
-        index = build_index(profile)
-        with _cache_lock:
-            _cache[key] = index
-            _build_locks.pop(key, None)
-            weakref.finalize(profile, _cache.pop, key, None)
-        return index
 
 
 def absolute_origin_ns(profile: Profile) -> int:
@@ -309,3 +283,7 @@ def _assemble(
         absolute_origin_ns=absolute_origin_ns(profile),
         num_derived_events=num_derived,
     )
+
+
+#: The index of a profile, built once (concurrent callers wait for one build).
+trace_index = per_profile(build_index)

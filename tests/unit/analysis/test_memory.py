@@ -1,27 +1,7 @@
 """Memory snapshots, peak and breakdown on a hand-computed synthetic profile.
 
-The profile (tests/memory_builder.py): allocator GPU_0_bfc (capacity 10,000 bytes; 2,000
-bytes in use before the profile began; stack 100), on the `python` line inside two steps,
-times in µs:
-
-    #  t    event  addr    alloc  req   op           heap   free   frag
-    0  10   A      0x1000  1024   1000  dense/MatMul 3024   6876   0.10
-    1  20   A      0x2000  4096   4000  conv/Conv2D  7120   2780   0.25
-    2  30   D      0x1000  1024   1000  (inherits dense/MatMul)   6096  3804  0.50
-    3  40   D      0x9000   512    512  (allocated before the profile) 5584 4316 (none)
-    -- step 2 --
-    4  110  A      0x1000   512    512  relu/Relu    6096   3804   0.20
-    5  120  A      0x3000   512    512  relu/Relu    6608   3292   0.30
-    6  130  A      0x4000  2048   2000  softmax      8656   1244   0.40   <- peak (8756)
-    7  140  D      0x1000   512    512  (inherits relu/Relu)     8144  1756  0.35
-    8  150  D      0x2000  4096   4000  (inherits conv/Conv2D)   4048  5852  0.20
-    -- after the last step --
-    9  250  D      0x4000  2048   2000  (inherits softmax; step 1 + 1 = 2)  2000  7900  0.0
-
-Active at the peak: conv 4096, softmax 2048, relu 512 x2 (0x1000 reused, 0x3000);
-unattributed = 8656 - 7168 = 1488 (= 2000 before the profile - the 512 freed at #3);
-plus the stack, 100: the rows sum to 8756. A second allocator `cpu` on another line, with no
-step, checks memory ids and the step fill-in.
+The profile and the hand-computed figures these tests check are laid out in
+tests/memory_builder.py (allocator GPU_0_bfc over two steps, plus a `cpu` allocator).
 """
 
 from __future__ import annotations
