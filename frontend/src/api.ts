@@ -50,14 +50,14 @@ async function errorMessage(response: Response): Promise<string> {
   return snippet ? `${fallback}: ${snippet}` : fallback;
 }
 
-/** GETs a JSON route; rejects with ApiError (or an AbortError when `signal` aborts). */
-export async function getJson<T>(url: string, signal?: AbortSignal): Promise<T> {
+/** Fetches `url` and returns its JSON; rejects with ApiError (or an AbortError on abort). */
+async function requestJson<T>(url: string, init: RequestInit): Promise<T> {
   let response: Response;
   try {
     response = await fetch(url, {
+      ...init,
       credentials: "same-origin",
       headers: { Accept: "application/json" },
-      ...(signal ? { signal } : {}),
     });
   } catch (error) {
     if (error instanceof DOMException && error.name === "AbortError") throw error;
@@ -74,26 +74,12 @@ export async function getJson<T>(url: string, signal?: AbortSignal): Promise<T> 
   }
 }
 
+/** GETs a JSON route; rejects with ApiError (or an AbortError when `signal` aborts). */
+export function getJson<T>(url: string, signal?: AbortSignal): Promise<T> {
+  return requestJson<T>(url, signal ? { signal } : {});
+}
+
 /** POSTs `params` as a form to a route and returns its JSON; rejects with ApiError. */
-export async function postForm<T>(url: string, params: Params): Promise<T> {
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { Accept: "application/json" },
-      body: new URLSearchParams(params),
-    });
-  } catch (error) {
-    throw new ApiError(
-      `Could not reach the TensorBoard server (${String(error)}). Is it still running?`,
-      null,
-    );
-  }
-  if (!response.ok) throw new ApiError(await errorMessage(response), response.status);
-  try {
-    return (await response.json()) as T;
-  } catch {
-    throw new ApiError(`The answer from ${url} is not valid JSON.`, response.status);
-  }
+export function postForm<T>(url: string, params: Params): Promise<T> {
+  return requestJson<T>(url, { method: "POST", body: new URLSearchParams(params) });
 }

@@ -5,12 +5,13 @@
  * `option` object replaces the whole chart (notMerge), so pass a memoised option. The
  * element's size comes from CSS (give it a height); a ResizeObserver follows width changes
  * (sidebar, window, TensorBoard's iframe). Animation is off: a profile is data, not a show,
- * and tests and screenshots see the final picture at once.
+ * and tests and screenshots see the final picture at once. `setup` runs once on the new
+ * instance, e.g. to listen to ECharts events; what it returns runs before the instance goes.
  */
 import { useEffect, useRef } from "preact/hooks";
 import { type ChartOption, init } from "./echarts";
 
-type Instance = ReturnType<typeof init>;
+export type ChartInstance = ReturnType<typeof init>;
 
 export interface ChartProps {
   readonly option: ChartOption;
@@ -20,11 +21,14 @@ export interface ChartProps {
   /** Extra attributes for tests, e.g. `{"data-steps": "12"}`. */
   readonly attributes?: Readonly<Record<string, string>>;
   readonly label: string;
+  /** Runs once on the new instance; returns its cleanup. Read only when the chart mounts. */
+  readonly setup?: (chart: ChartInstance) => () => void;
 }
 
-export function Chart({ option, class: className, testid, attributes, label }: ChartProps) {
+export function Chart(props: ChartProps) {
+  const { option, class: className, testid, attributes, label, setup } = props;
   const element = useRef<HTMLDivElement>(null);
-  const instance = useRef<Instance | null>(null);
+  const instance = useRef<ChartInstance | null>(null);
 
   useEffect(() => {
     const el = element.current;
@@ -37,7 +41,9 @@ export function Chart({ option, class: className, testid, attributes, label }: C
       frame = requestAnimationFrame(() => chart.resize());
     });
     observer.observe(el);
+    const cleanup = setup?.(chart);
     return () => {
+      cleanup?.();
       cancelAnimationFrame(frame);
       observer.disconnect();
       instance.current = null;

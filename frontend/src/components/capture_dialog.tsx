@@ -9,7 +9,7 @@
  * while a capture runs does not cancel it (its result still selects the new run).
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, postForm, routeUrl } from "../api";
+import { postForm, routeUrl } from "../api";
 
 /** The route's answer on success (docs/api.md, capture_profile). */
 export interface CaptureAnswer {
@@ -118,9 +118,10 @@ export function CaptureDialog({ open, onClose, onCaptured }: CaptureDialogProps)
         if (typeof answer.run === "string" && answer.run) onCaptured(answer.run);
       },
       (error: unknown) => {
-        const message =
-          error instanceof ApiError || error instanceof Error ? error.message : String(error);
-        setPhase({ state: "error", message });
+        setPhase({
+          state: "error",
+          message: error instanceof Error ? error.message : String(error),
+        });
       },
     );
   };

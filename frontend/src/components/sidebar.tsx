@@ -1,5 +1,6 @@
 /** The left sidebar: the tab's title, the run/view/host selectors, refresh and capture. */
 import type { Fetched } from "../hooks";
+import { plural } from "../views/format";
 import { viewLabel } from "../views/registry";
 import { CaptureButton } from "./capture_dialog";
 
@@ -15,7 +16,8 @@ interface SelectorProps {
   readonly onChange: (value: string) => void;
 }
 
-function hostLabel(host: string): string {
+/** A host as the selectors show it (ALL_HOSTS reads "All hosts"). */
+export function hostLabel(host: string): string {
   return host === ALL_HOSTS ? "All hosts" : host;
 }
 
@@ -114,7 +116,7 @@ export function Sidebar(props: SidebarProps) {
       </div>
       {runs.state === "ok" ? (
         <p class="sidebar-footnote">
-          {runs.data.length} run{runs.data.length === 1 ? "" : "s"}
+          {plural(runs.data.length, "run")}
         </p>
       ) : null}
     </nav>

@@ -23,24 +23,18 @@ import { routeUrl } from "../api";
 import { Chart } from "../charts/chart";
 import type { ChartOption } from "../charts/echarts";
 import { DataTable, type Column } from "../components/data_table";
+import { ALL_HOSTS, hostLabel } from "../components/sidebar";
 import { ErrorMessage, Loading, Notice } from "../components/states";
 import { useJson, type Fetched } from "../hooks";
 import type { ViewParams } from "../location";
 import { DiagnosticsPanel } from "./diagnostics";
 import { formatCount, formatMs, formatPercent, list, num, record, str } from "./format";
-import {
-  bottleneckOf,
-  type Bottleneck,
-  CATEGORY_COLORS,
-  CATEGORY_KEYS,
-  CATEGORY_LABELS,
-  type CategoryKey,
-} from "./step_time";
+import { categoryBars } from "./step_chart";
+import { bottleneckOf, type Bottleneck, breakdownOf, type CategoryKey } from "./step_time";
 import { diagnosticsOf } from "./types";
 import { Section, Verdict } from "./widgets";
 
 export const COMPARE_VIEW = "compare";
-const ALL_HOSTS = "ALL_HOSTS";
 const MINUS = "\u2212";
 
 interface SideSummary {
@@ -79,7 +73,6 @@ interface OpRow {
 
 function sideOf(value: unknown): SideSummary {
   const side = record(value);
-  const cats = record(side["categories_ms"]);
   return {
     run: str(side["run"]),
     host: str(side["host"]),
@@ -87,9 +80,7 @@ function sideOf(value: unknown): SideSummary {
     avg_step_ms: num(record(side["step_time_ms"])["avg"]),
     input_percent: num(side["input_percent"]),
     bottleneck: bottleneckOf(side["bottleneck"]),
-    categories_ms: Object.fromEntries(
-      CATEGORY_KEYS.map((key) => [key, num(cats[key]) ?? 0]),
-    ) as Record<CategoryKey, number>,
+    categories_ms: breakdownOf(side["categories_ms"]),
   };
 }
 
@@ -210,18 +201,10 @@ const OP_COLUMNS: readonly Column<OpRow>[] = [
 export function compareChartOption(a: SideSummary, b: SideSummary): ChartOption {
   return {
     grid: { left: 16, right: 24, top: 64, bottom: 28, containLabel: true },
-    legend: { top: 0, type: "scroll", data: CATEGORY_KEYS.map((key) => CATEGORY_LABELS[key]) },
+    ...categoryBars("step", 96, (key) => [a.categories_ms[key], b.categories_ms[key]]),
     tooltip: { trigger: "item", confine: true },
     xAxis: { type: "category", data: [`A: ${a.run}`, `B: ${b.run}`] },
     yAxis: { type: "value", name: "ms per step", nameTextStyle: { align: "left" } },
-    series: CATEGORY_KEYS.map((key) => ({
-      type: "bar" as const,
-      name: CATEGORY_LABELS[key],
-      stack: "step",
-      barMaxWidth: 96,
-      itemStyle: { color: CATEGORY_COLORS[key] },
-      data: [a.categories_ms[key], b.categories_ms[key]],
-    })),
   };
 }
 
@@ -270,7 +253,7 @@ function Picker({ label, testid, options, value, empty, onChange }: PickerProps)
         {empty !== undefined ? <option value="">{empty}</option> : null}
         {values.map((item) => (
           <option value={item} key={item} title={item}>
-            {item === ALL_HOSTS ? "All hosts" : item}
+            {hostLabel(item)}
           </option>
         ))}
       </select>

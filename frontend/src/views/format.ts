@@ -57,6 +57,11 @@ export function formatFraction(value: number | null): string {
   return fixed(value === null ? null : value * 100, 1);
 }
 
+/** `part` as a percentage of `total`; null when `part` is missing or `total` is not positive. */
+export function percentOf(part: number | null, total: number): number | null {
+  return total > 0 && part !== null ? (100 * part) / total : null;
+}
+
 /** A count, as a whole number ("128"). */
 export function formatCount(value: number | null): string {
   return fixed(value, 0);

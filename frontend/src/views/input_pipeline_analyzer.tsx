@@ -15,9 +15,19 @@
 import { useMemo } from "preact/hooks";
 import { Chart } from "../charts/chart";
 import type { ChartOption } from "../charts/echarts";
+import { dataIndexOf, tipElement } from "../charts/tooltip";
 import { DataTable, type Column, type Filter } from "../components/data_table";
 import { DiagnosticsPanel } from "./diagnostics";
-import { formatCount, formatMs, formatPercent, list, num, record, str } from "./format";
+import {
+  formatCount,
+  formatMs,
+  formatPercent,
+  list,
+  num,
+  percentOf,
+  record,
+  str,
+} from "./format";
 import { StepChart } from "./step_chart";
 import { bottleneckOf, statsOf, stepsOf } from "./step_time";
 import { diagnosticsOf, type ViewProps } from "./types";
@@ -134,13 +144,10 @@ function hostBreakdownOption(ms: readonly number[]): ChartOption {
     tooltip: {
       trigger: "item",
       formatter: (params: unknown) => {
-        const index = (params as { dataIndex?: unknown } | null)?.dataIndex;
-        const kind = typeof index === "number" ? HOST_KINDS[index] : undefined;
-        if (!kind) return "";
-        const tip = document.createElement("div");
-        tip.className = "tbp-tip";
-        tip.textContent = `${kind.label}: ${formatMs(ms[index as number] ?? null)} ms`;
-        return tip;
+        const index = dataIndexOf(params);
+        const kind = index === null ? undefined : HOST_KINDS[index];
+        if (index === null || !kind) return "";
+        return tipElement("div", "tbp-tip", `${kind.label}: ${formatMs(ms[index] ?? null)} ms`);
       },
     },
     xAxis: { type: "value" },
@@ -222,7 +229,7 @@ function HostBreakdown({ breakdownUs }: { breakdownUs: Readonly<Record<string, u
                   {formatMs(value)}
                 </td>
                 <td class="num" data-testid={`host-breakdown-percent-${kind.key}`}>
-                  {formatPercent(total > 0 && value !== null ? (100 * value) / total : null)}
+                  {formatPercent(percentOf(value, total))}
                 </td>
               </tr>
             );

@@ -26,6 +26,7 @@ import {
   formatUs,
   list,
   num,
+  percentOf,
   plural,
   record,
   str,
@@ -220,10 +221,6 @@ function totalUs(rows: readonly KernelRow[], keep: (row: KernelRow) => boolean =
   return rows.reduce((sum, row) => sum + (keep(row) ? (row.total_duration_us ?? 0) : 0), 0);
 }
 
-function percentOf(part: number, total: number): string {
-  return formatPercent(total > 0 ? (100 * part) / total : null);
-}
-
 export function KernelStats({ doc, run, view, host }: ViewProps) {
   const rows = useMemo(() => kernelRowsOf(doc["rows"]), [doc]);
   const byKernel = useMemo(
@@ -284,7 +281,9 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
               <p class="card-main">
                 <Figure
                   testid="kernel-tc-percent"
-                  value={percentOf(totalUs(rows, (row) => row.uses_tensor_core === true), total)}
+                  value={formatPercent(
+                    percentOf(totalUs(rows, (row) => row.uses_tensor_core === true), total),
+                  )}
                   unit="%"
                   big
                 />
@@ -295,9 +294,8 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
               <p class="card-main">
                 <Figure
                   testid="kernel-eligible-percent"
-                  value={percentOf(
-                    totalUs(rows, (row) => row.op_tensor_core_eligible === true),
-                    total,
+                  value={formatPercent(
+                    percentOf(totalUs(rows, (row) => row.op_tensor_core_eligible === true), total),
                   )}
                   unit="%"
                   big

@@ -10,17 +10,16 @@
  * profiler guide lists for a snapshot; the hovered snapshot is also reported through
  * `onHover`, for the details panel beside the chart. A zoom that settles (ZOOM_SETTLE_MS
  * without change) calls `onZoom` with its range, so the view can fetch every snapshot in
- * it. The chart owns its ECharts instance (it listens to ECharts events, which <Chart>
- * does not expose).
+ * it (<Chart>'s `setup` listens to the ECharts event).
  *
  * Hooks: `memory-timeline` (data-points, data-unit), the tooltip's `.tbp-tip-memory`.
  */
-import { useEffect, useMemo, useRef } from "preact/hooks";
-import { type ChartOption, init } from "../charts/echarts";
+import { useMemo, useRef } from "preact/hooks";
+import { Chart, type ChartInstance } from "../charts/chart";
+import type { ChartOption } from "../charts/echarts";
+import { dataIndexOf, tipElement } from "../charts/tooltip";
 import { formatMs, formatPercent } from "./format";
 import { type ByteUnit, byteUnit, formatBytesIn, type Snapshot } from "./memory_data";
-
-type Instance = ReturnType<typeof init>;
 
 const ZOOM_SETTLE_MS = 400;
 export const SERIES_COLORS = {
@@ -56,36 +55,18 @@ export function snapshotFields(snapshot: Snapshot): readonly (readonly [string, 
   ];
 }
 
-function element<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  text?: string,
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 /** The tooltip of one snapshot, from DOM nodes with text. */
 export function snapshotTooltip(snapshot: Snapshot): HTMLElement {
-  const root = element("div", "tbp-tip tbp-tip-memory");
-  const table = element("table", "tbp-tip-rows");
+  const root = tipElement("div", "tbp-tip tbp-tip-memory");
+  const table = tipElement("table", "tbp-tip-rows");
   for (const [key, label, value] of snapshotFields(snapshot)) {
-    const row = element("tr", "tbp-tip-row");
+    const row = tipElement("tr", "tbp-tip-row");
     row.dataset["key"] = key;
-    row.append(element("td", "", label), element("td", "num", value));
+    row.append(tipElement("td", "", label), tipElement("td", "num", value));
     table.appendChild(row);
   }
   root.appendChild(table);
   return root;
-}
-
-function dataIndexOf(params: unknown): number | null {
-  const first: unknown = Array.isArray(params) ? params[0] : params;
-  if (first === null || typeof first !== "object") return null;
-  const index = (first as { dataIndex?: unknown }).dataIndex;
-  return typeof index === "number" ? index : null;
 }
 
 export interface MemoryTimelineProps {
@@ -177,7 +158,7 @@ function timelineOption(
 }
 
 /** The zoom's x range (ms) as ECharts holds it, or null when it cannot be read. */
-function zoomRange(chart: Instance): [number, number] | null {
+function zoomRange(chart: ChartInstance): [number, number] | null {
   const zooms = (chart.getOption() as { dataZoom?: unknown }).dataZoom;
   const first: unknown = Array.isArray(zooms) ? zooms[0] : null;
   if (first === null || typeof first !== "object") return null;
@@ -189,62 +170,38 @@ function zoomRange(chart: Instance): [number, number] | null {
 
 export function MemoryTimeline(props: MemoryTimelineProps) {
   const { points, unit, range, showFree, onHover, onZoom } = props;
-  const element = useRef<HTMLDivElement>(null);
-  const instance = useRef<Instance | null>(null);
   const callbacks = useRef({ onHover, onZoom, range });
   callbacks.current = { onHover, onZoom, range };
-
-  useEffect(() => {
-    const el = element.current;
-    if (!el) return undefined;
-    const chart = init(el, undefined, { renderer: "canvas" });
-    instance.current = chart;
-    let frame = 0;
-    let settle = 0;
-    const observer = new ResizeObserver(() => {
-      cancelAnimationFrame(frame);
-      frame = requestAnimationFrame(() => chart.resize());
-    });
-    observer.observe(el);
-    chart.on("datazoom", () => {
-      window.clearTimeout(settle);
-      settle = window.setTimeout(() => {
-        const zoomed = zoomRange(chart);
-        const drawn = callbacks.current.range;
-        if (!zoomed || !drawn) return;
-        const [start, end] = zoomed;
-        // A zoom back out to the whole range is no new range.
-        if (start <= drawn[0] && end >= drawn[1]) return;
-        callbacks.current.onZoom(start, end);
-      }, ZOOM_SETTLE_MS);
-    });
-    return () => {
-      cancelAnimationFrame(frame);
-      window.clearTimeout(settle);
-      observer.disconnect();
-      instance.current = null;
-      chart.dispose();
-    };
-  }, []);
 
   const option = useMemo(
     () =>
       timelineOption(points, unit, range, showFree, (index) => callbacks.current.onHover(index)),
     [points, unit, range, showFree],
   );
-  useEffect(() => {
-    instance.current?.setOption({ animation: false, ...option }, { notMerge: true });
-  }, [option]);
 
   return (
-    <div
-      ref={element}
+    <Chart
+      option={option}
       class="chart chart-memory"
-      data-testid="memory-timeline"
-      data-points={String(points.length)}
-      data-unit={unit.name}
-      role="img"
-      aria-label={`Memory over time: ${points.length} snapshots, stack, heap and free`}
+      testid="memory-timeline"
+      attributes={{ "data-points": String(points.length), "data-unit": unit.name }}
+      label={`Memory over time: ${points.length} snapshots, stack, heap and free`}
+      setup={(chart) => {
+        let settle = 0;
+        chart.on("datazoom", () => {
+          window.clearTimeout(settle);
+          settle = window.setTimeout(() => {
+            const zoomed = zoomRange(chart);
+            const drawn = callbacks.current.range;
+            if (!zoomed || !drawn) return;
+            const [start, end] = zoomed;
+            // A zoom back out to the whole range is no new range.
+            if (start <= drawn[0] && end >= drawn[1]) return;
+            callbacks.current.onZoom(start, end);
+          }, ZOOM_SETTLE_MS);
+        });
+        return () => window.clearTimeout(settle);
+      }}
     />
   );
 }

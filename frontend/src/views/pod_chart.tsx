@@ -10,23 +10,10 @@
 import { useMemo } from "preact/hooks";
 import { Chart } from "../charts/chart";
 import type { ChartOption } from "../charts/echarts";
+import { dataIndexOf, tipElement } from "../charts/tooltip";
 import { formatUs } from "./format";
 import type { PodColumn, PodStep } from "./pod_model";
-import { CATEGORY_COLORS, CATEGORY_KEYS, CATEGORY_LABELS } from "./step_time";
-
-function dataIndexOf(params: unknown): number | null {
-  const first: unknown = Array.isArray(params) ? params[0] : params;
-  if (first === null || typeof first !== "object") return null;
-  const index = (first as { dataIndex?: unknown }).dataIndex;
-  return typeof index === "number" ? index : null;
-}
-
-function tipOf(column: PodColumn): HTMLElement {
-  const node = document.createElement("div");
-  node.className = "tbp-tip";
-  node.textContent = `${column.label}: ${formatUs(column.step_time_us)} µs`;
-  return node;
-}
+import { categoryBars } from "./step_chart";
 
 export function podChartOption(
   columns: readonly PodColumn[],
@@ -34,7 +21,7 @@ export function podChartOption(
 ): ChartOption {
   return {
     grid: { left: 16, right: 24, top: 64, bottom: 28, containLabel: true },
-    legend: { top: 0, type: "scroll", data: CATEGORY_KEYS.map((key) => CATEGORY_LABELS[key]) },
+    ...categoryBars("worker", 56, (key) => columns.map((column) => column.breakdown_us[key])),
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },
@@ -44,7 +31,8 @@ export function podChartOption(
         const column = index === null ? undefined : columns[index];
         if (index === null || !column) return "";
         onHover(index);
-        return tipOf(column);
+        const text = `${column.label}: ${formatUs(column.step_time_us)} µs`;
+        return tipElement("div", "tbp-tip", text);
       },
     },
     xAxis: {
@@ -56,14 +44,6 @@ export function podChartOption(
       axisLabel: { interval: 0, hideOverlap: true },
     },
     yAxis: { type: "value", name: "µs", nameTextStyle: { align: "right" } },
-    series: CATEGORY_KEYS.map((key) => ({
-      type: "bar" as const,
-      name: CATEGORY_LABELS[key],
-      stack: "worker",
-      barMaxWidth: 56,
-      itemStyle: { color: CATEGORY_COLORS[key] },
-      data: columns.map((column) => column.breakdown_us[key]),
-    })),
   };
 }
 

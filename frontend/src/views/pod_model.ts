@@ -7,7 +7,7 @@
  * median host and the category that explains the lag.
  */
 import { bool, list, num, record, str } from "./format";
-import { CATEGORY_KEYS, type CategoryKey } from "./step_time";
+import { breakdownOf, type CategoryKey } from "./step_time";
 
 export interface PodColumn {
   /** What the chart's axis shows: the host, or "host · GPU" for a GPU of a GPU host. */
@@ -44,13 +44,6 @@ export interface PodDoc {
   readonly num_steps: number;
   readonly steps: readonly PodStep[];
   readonly stragglers: readonly StragglerRow[];
-}
-
-function breakdownOf(value: unknown): Record<CategoryKey, number> {
-  const breakdown = record(value);
-  return Object.fromEntries(
-    CATEGORY_KEYS.map((key) => [key, num(breakdown[key]) ?? 0]),
-  ) as Record<CategoryKey, number>;
 }
 
 /** "/device:GPU:0" -> "GPU:0"; other names as they are. */

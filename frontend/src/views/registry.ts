@@ -78,11 +78,6 @@ export function rendererFor(name: string): ViewRenderer {
   return (isViewName(name) ? RENDERERS[name] : undefined) ?? GenericView;
 }
 
-/** Whether a view has a dedicated renderer (GenericView is used otherwise). */
-export function hasRenderer(name: string): boolean {
-  return isViewName(name) && RENDERERS[name] !== undefined;
-}
-
 /** The parameters among `params` that `view` takes (NO_PARAMS when it takes none of them). */
 export function paramsFor(view: string | null, params: ViewParams): ViewParams {
   const names = view !== null && isViewName(view) ? (PARAMS[view] ?? []) : [];

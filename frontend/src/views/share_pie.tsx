@@ -15,7 +15,8 @@
 import { useMemo } from "preact/hooks";
 import { Chart } from "../charts/chart";
 import type { ChartOption } from "../charts/echarts";
-import { formatPercent, formatUs } from "./format";
+import { dataIndexOf, tipElement } from "../charts/tooltip";
+import { formatPercent, formatUs, percentOf } from "./format";
 
 /** How many of the largest parts a pie names; the rest are one "Other" slice. */
 export const MAX_SLICES = 10;
@@ -91,34 +92,19 @@ export function sumBy<T>(
   return [...sums].map(([name, total]) => ({ name, value: total }));
 }
 
-function element<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  text?: string,
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 function sliceLabel(slice: Slice): string {
   return slice.other ? `${OTHER} (${slice.count} more)` : slice.name;
 }
 
-function share(value: number, total: number): number | null {
-  return total > 0 ? (100 * value) / total : null;
-}
-
 /** The tooltip of one slice: its name, then its value and share. */
 export function sliceTooltip(slice: Slice, total: number, unit: string): HTMLElement {
-  const root = element("div", "tbp-tip tbp-tip-pie");
-  root.appendChild(element("div", "tbp-tip-title", sliceLabel(slice)));
+  const root = tipElement("div", "tbp-tip tbp-tip-pie");
+  root.appendChild(tipElement("div", "tbp-tip-title", sliceLabel(slice)));
   root.appendChild(
-    element(
+    tipElement(
       "div",
       "tbp-tip-line",
-      `${formatUs(slice.value)} ${unit} · ${formatPercent(share(slice.value, total))}%`,
+      `${formatUs(slice.value)} ${unit} · ${formatPercent(percentOf(slice.value, total))}%`,
     ),
   );
   return root;
@@ -130,8 +116,8 @@ function pieOption(slices: readonly Slice[], total: number, unit: string): Chart
       trigger: "item",
       confine: true,
       formatter: (params: unknown) => {
-        const index = (params as { dataIndex?: unknown } | null)?.dataIndex;
-        const slice = typeof index === "number" ? slices[index] : undefined;
+        const index = dataIndexOf(params);
+        const slice = index === null ? undefined : slices[index];
         return slice ? sliceTooltip(slice, total, unit) : "";
       },
     },
@@ -195,7 +181,7 @@ export function SharePie({ title, parts, total, unit, testid }: SharePieProps) {
                 <span class="pie-slice-name">{sliceLabel(slice)}</span>
                 <span class="pie-slice-figures">
                   <span class="pie-slice-percent" data-testid="pie-slice-percent">
-                    {formatPercent(share(slice.value, total))}
+                    {formatPercent(percentOf(slice.value, total))}
                   </span>
                   %
                 </span>

@@ -10,6 +10,7 @@
 import { useMemo } from "preact/hooks";
 import { Chart } from "../charts/chart";
 import type { ChartOption } from "../charts/echarts";
+import { dataIndexOf, tipElement } from "../charts/tooltip";
 import { formatMs } from "./format";
 import {
   CATEGORY_COLORS,
@@ -21,39 +22,28 @@ import {
 
 const ZOOM_FROM_STEPS = 40;
 
-function element<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  text?: string,
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 /** The tooltip of one step: title line, then one row per category (top of the stack first). */
 export function stepTooltip(step: Step): HTMLElement {
-  const root = element("div", "tbp-tip");
+  const root = tipElement("div", "tbp-tip");
   root.appendChild(
-    element(
+    tipElement(
       "div",
       "tbp-tip-title",
       `Step ${step.step_num ?? "?"}: ${formatMs(step.step_time_ms)} ms`,
     ),
   );
-  const table = element("table", "tbp-tip-rows");
+  const table = tipElement("table", "tbp-tip-rows");
   for (const key of [...CATEGORY_KEYS].reverse()) {
     const ms = step.breakdown_ms[key];
-    const row = element("tr", ms > 0 ? "tbp-tip-row" : "tbp-tip-row tbp-tip-zero");
-    const swatchCell = element("td", "");
-    const swatch = element("span", "tbp-swatch");
+    const row = tipElement("tr", ms > 0 ? "tbp-tip-row" : "tbp-tip-row tbp-tip-zero");
+    const swatchCell = tipElement("td", "");
+    const swatch = tipElement("span", "tbp-swatch");
     swatch.style.backgroundColor = CATEGORY_COLORS[key];
     swatchCell.appendChild(swatch);
     row.append(
       swatchCell,
-      element("td", "", CATEGORY_LABELS[key]),
-      element("td", "num", `${formatMs(ms)} ms`),
+      tipElement("td", "", CATEGORY_LABELS[key]),
+      tipElement("td", "num", `${formatMs(ms)} ms`),
     );
     table.appendChild(row);
   }
@@ -61,11 +51,28 @@ export function stepTooltip(step: Step): HTMLElement {
   return root;
 }
 
-function dataIndexOf(params: unknown): number | null {
-  const first: unknown = Array.isArray(params) ? params[0] : params;
-  if (first === null || typeof first !== "object") return null;
-  const index = (first as { dataIndex?: unknown }).dataIndex;
-  return typeof index === "number" ? index : null;
+/**
+ * The legend and the stacked bars of the nine categories (or of `categories`), in their
+ * fixed order, labels and colours: `values(key)` is a category's bar per x position. The
+ * step-time, pod and compare charts draw their columns with these.
+ */
+export function categoryBars(
+  stack: string,
+  barMaxWidth: number,
+  values: (key: CategoryKey) => number[],
+  categories: readonly CategoryKey[] = CATEGORY_KEYS,
+): Pick<ChartOption, "legend" | "series"> {
+  return {
+    legend: { top: 0, type: "scroll", data: categories.map((key) => CATEGORY_LABELS[key]) },
+    series: categories.map((key) => ({
+      type: "bar" as const,
+      name: CATEGORY_LABELS[key],
+      stack,
+      barMaxWidth,
+      itemStyle: { color: CATEGORY_COLORS[key] },
+      data: values(key),
+    })),
+  };
 }
 
 /** The chart's ECharts option for these steps and categories. */
@@ -76,11 +83,7 @@ export function stepChartOption(
   const zoom = steps.length > ZOOM_FROM_STEPS;
   return {
     grid: { left: 16, right: 24, top: 64, bottom: zoom ? 64 : 28, containLabel: true },
-    legend: {
-      top: 0,
-      type: "scroll",
-      data: categories.map((key) => CATEGORY_LABELS[key]),
-    },
+    ...categoryBars("step", 56, (key) => steps.map((step) => step.breakdown_ms[key]), categories),
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },
@@ -100,14 +103,6 @@ export function stepChartOption(
     },
     yAxis: { type: "value", name: "ms", nameTextStyle: { align: "right" } },
     dataZoom: zoom ? [{ type: "inside" }, { type: "slider", height: 18, bottom: 8 }] : [],
-    series: categories.map((key) => ({
-      type: "bar" as const,
-      name: CATEGORY_LABELS[key],
-      stack: "step",
-      barMaxWidth: 56,
-      itemStyle: { color: CATEGORY_COLORS[key] },
-      data: steps.map((step) => step.breakdown_ms[key]),
-    })),
   };
 }
 

@@ -75,18 +75,22 @@ export interface Bottleneck {
   readonly statement: string;
 }
 
+/** A breakdown object with all nine categories; a category it lacks reads 0. */
+export function breakdownOf(value: unknown): Record<CategoryKey, number> {
+  const breakdown = record(value);
+  return Object.fromEntries(
+    CATEGORY_KEYS.map((key) => [key, num(breakdown[key]) ?? 0]),
+  ) as Record<CategoryKey, number>;
+}
+
 /** The document's `steps`, each with all nine categories. */
 export function stepsOf(value: unknown): readonly Step[] {
   return list(value).map((item) => {
     const step = record(item);
-    const breakdown = record(step["breakdown_ms"]);
-    const breakdown_ms = Object.fromEntries(
-      CATEGORY_KEYS.map((key) => [key, num(breakdown[key]) ?? 0]),
-    ) as Record<CategoryKey, number>;
     return {
       step_num: num(step["step_num"]),
       step_time_ms: num(step["step_time_ms"]),
-      breakdown_ms,
+      breakdown_ms: breakdownOf(step["breakdown_ms"]),
     };
   });
 }

@@ -175,25 +175,20 @@ export function attachInteraction(
 
   const onBlur = (): void => held.clear();
 
-  scroller.addEventListener("wheel", onWheel, { passive: false });
-  scroller.addEventListener("keydown", onKeyDown);
-  scroller.addEventListener("keyup", onKeyUp);
-  scroller.addEventListener("blur", onBlur);
-  canvas.addEventListener("pointerdown", onPointerDown);
-  canvas.addEventListener("pointermove", onPointerMove);
-  canvas.addEventListener("pointerup", onPointerUp);
-  canvas.addEventListener("pointercancel", onPointerUp);
-  canvas.addEventListener("pointerleave", onPointerLeave);
+  // One signal removes every listener.
+  const listening = new AbortController();
+  const { signal } = listening;
+  scroller.addEventListener("wheel", onWheel, { passive: false, signal });
+  scroller.addEventListener("keydown", onKeyDown, { signal });
+  scroller.addEventListener("keyup", onKeyUp, { signal });
+  scroller.addEventListener("blur", onBlur, { signal });
+  canvas.addEventListener("pointerdown", onPointerDown, { signal });
+  canvas.addEventListener("pointermove", onPointerMove, { signal });
+  canvas.addEventListener("pointerup", onPointerUp, { signal });
+  canvas.addEventListener("pointercancel", onPointerUp, { signal });
+  canvas.addEventListener("pointerleave", onPointerLeave, { signal });
   return () => {
     if (animation) cancelAnimationFrame(animation);
-    scroller.removeEventListener("wheel", onWheel);
-    scroller.removeEventListener("keydown", onKeyDown);
-    scroller.removeEventListener("keyup", onKeyUp);
-    scroller.removeEventListener("blur", onBlur);
-    canvas.removeEventListener("pointerdown", onPointerDown);
-    canvas.removeEventListener("pointermove", onPointerMove);
-    canvas.removeEventListener("pointerup", onPointerUp);
-    canvas.removeEventListener("pointercancel", onPointerUp);
-    canvas.removeEventListener("pointerleave", onPointerLeave);
+    listening.abort();
   };
 }
