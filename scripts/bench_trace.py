@@ -131,29 +131,9 @@ def every_1ms_window(path: Path) -> dict[str, object]:
             "slowest_window_ms": round(slowest_ms, 1)}
 
 
-def _encode_events(metadata_id: np.ndarray, offset_ps: np.ndarray,
-                   duration_ps: np.ndarray) -> bytes:
-    """Serialized `XLine.events` fields (field 4) for numpy columns, without a loop per event."""
-    from tb_profile_plugin.trace.export_perfetto import _key, _Rows
-
-    event = _Rows(len(metadata_id))
-    event.const(_key(1, 0))
-    event.varint(metadata_id)
-    event.const(_key(2, 0))
-    event.varint(offset_ps)
-    event.const(_key(3, 0))
-    event.varint(duration_ps)
-    wrapped = _Rows(len(metadata_id))
-    wrapped.const(_key(4, 2))
-    wrapped.varint(event.lengths)
-    wrapped.nested(event)
-    matrix, mask = wrapped.join()
-    return matrix[mask].tobytes()
-
-
 def write_synthetic(path: Path, num_events: int, num_lines: int = 16) -> None:
     """A host plane of `num_lines` threads of nested events (3 levels), 10M events in ~1 min."""
-    from tb_profile_plugin.trace.export_perfetto import _key, _varint
+    from tb_profile_plugin.trace.wire import LEN, key, len_field, repeated_messages, varint
     from tb_profile_plugin.xspace.pb import xplane_pb2
 
     rng = np.random.default_rng(0)
@@ -174,14 +154,14 @@ def write_synthetic(path: Path, num_events: int, num_lines: int = 16) -> None:
         metadata = rng.integers(1, 201, (groups, 4))
         line = xplane_pb2.XLine(id=line_id + 1, display_id=line_id + 1,
                                 name=f"tf_Compute/{line_id + 1}", timestamp_ns=1_000)
-        body = line.SerializeToString() + _encode_events(
-            metadata.ravel(), offsets.ravel(), durations.ravel())
-        parts.append(_key(3, 2) + _varint(len(body)) + body)
+        body = line.SerializeToString() + repeated_messages(
+            4, [(1, metadata.ravel()), (2, offsets.ravel()), (3, durations.ravel())])
+        parts.append(len_field(3, body))
     plane_bytes = b"".join(parts)
     with open(path, "wb") as out:
-        out.write(_key(1, 2) + _varint(len(plane_bytes)))
+        out.write(key(1, LEN) + varint(len(plane_bytes)))  # not copied into one buffer
         out.write(plane_bytes)
-        out.write(_key(2, 2) + _varint(len(b"synthetic")) + b"synthetic")
+        out.write(len_field(2, b"synthetic"))
 
 
 def _rss_kb(pid: int) -> dict[str, int]:

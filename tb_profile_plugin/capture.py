@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tb_profile_plugin import fs
-from tb_profile_plugin.errors import BadRequest, ProfileError
+from tb_profile_plugin.errors import BadRequest, CaptureFailed, CaptureTimedOut
 from tb_profile_plugin.logdir import PLUGIN_SUBDIR, XPLANE_SUFFIX, check_name
 
 #: The method TensorFlow's profiler server registers (package `tensorflow`, not ours).
@@ -55,31 +55,6 @@ _SESSION_FORMAT = "%Y_%m_%d_%H_%M_%S"
 _ADDRESS = re.compile(
     r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?):(?P<port>\d{1,5})$"
 )
-
-
-class CaptureDisabled(ProfileError):
-    """Capture was switched off when TensorBoard started (HTTP 403)."""
-
-    http_status = 403
-    exit_code = 2
-
-
-class CaptureBusy(ProfileError):
-    """Another capture is still running in this TensorBoard (HTTP 409)."""
-
-    http_status = 409
-    exit_code = 5
-
-
-class CaptureFailed(ProfileError):
-    """No profiler server returned a trace (HTTP 502; 504 when every failure was a deadline)."""
-
-    http_status = 502
-    exit_code = 5
-
-
-class CaptureTimedOut(CaptureFailed):
-    http_status = 504
 
 
 @dataclass(frozen=True)
@@ -261,7 +236,7 @@ def capture(
     for outcome in traced:
         stem = host_file_stem(outcome.address)
         if outcome.xspace is not None:
-            _write_file(session_dir, stem + XPLANE_SUFFIX, outcome.xspace)
+            fs.write_bytes(fs.join(session_dir, stem + XPLANE_SUFFIX), outcome.xspace)
         hosts.append(stem)
     _write_tfevents_marker(run_dir)
     run_name = f"{run}/{session}" if run else session
@@ -417,17 +392,8 @@ def _new_session_id(root: str) -> str:
         while fs.isdir(fs.join(root, session)):
             n += 1
             session = f"{base}_{n}"
-        _makedirs(fs.join(root, session))
+        fs.makedirs(fs.join(root, session))
         return session
-
-
-def _makedirs(path: str) -> None:
-    if fs.is_remote(path):
-        from tensorboard.compat.tensorflow_stub.io import gfile
-
-        gfile.makedirs(path)
-    else:
-        os.makedirs(path, exist_ok=True)
 
 
 def _remove_if_empty(path: str) -> None:
@@ -436,21 +402,6 @@ def _remove_if_empty(path: str) -> None:
             os.rmdir(path)
         except OSError:
             pass
-
-
-def _write_file(directory: str, name: str, data: bytes) -> None:
-    """Write whole or not at all: a reader never sees half a profile under its final name."""
-    path = fs.join(directory, name)
-    if fs.is_remote(path):
-        from tensorboard.compat.tensorflow_stub.io import gfile
-
-        with gfile.GFile(path, "wb") as handle:
-            handle.write(data)
-        return
-    partial = path + ".partial"
-    with open(partial, "wb") as handle:
-        handle.write(data)
-    os.replace(partial, path)
 
 
 def _write_tfevents_marker(run_dir: str) -> None:
@@ -470,7 +421,7 @@ def _write_tfevents_marker(run_dir: str) -> None:
               + struct.pack("<I", masked_crc32c(data)))
     name = (f"events.out.tfevents.{int(wall_time):010d}.{socket.gethostname()}."
             f"{os.getpid()}.profile_capture.v2")
-    _write_file(run_dir, name, record)
+    fs.write_bytes(fs.join(run_dir, name), record)
 
 
 # --- parameters --------------------------------------------------------------------------

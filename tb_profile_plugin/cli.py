@@ -18,7 +18,6 @@ import os
 import sys
 from pathlib import Path
 
-from tb_profile_plugin.commands.profiles import locate
 from tb_profile_plugin.errors import ProfileError
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
@@ -49,12 +48,6 @@ def _tensorboard(logdir: str, port: int, host: str) -> int:
             time.sleep(3600)
     except KeyboardInterrupt:
         return 0
-
-
-def _profiles_for(path: str, host: str | None) -> tuple[str, dict[str, str]]:
-    """(run name, {host: xplane path}) for a logdir, a run directory or one .xplane.pb."""
-    located = locate(path, host)
-    return located.run, dict(located.files)
 
 
 def build_parser() -> argparse.ArgumentParser:

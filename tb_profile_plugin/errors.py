@@ -32,3 +32,30 @@ class UnreadableProfile(ProfileError):
 
     http_status = 422
     exit_code = 4
+
+
+class CaptureDisabled(ProfileError):
+    """Capture was switched off when TensorBoard started (HTTP 403)."""
+
+    http_status = 403
+    exit_code = 2
+
+
+class CaptureBusy(ProfileError):
+    """Another capture is still running in this TensorBoard (HTTP 409)."""
+
+    http_status = 409
+    exit_code = 5
+
+
+class CaptureFailed(ProfileError):
+    """No profiler server returned a trace (HTTP 502; 504 when every failure was a deadline)."""
+
+    http_status = 502
+    exit_code = 5
+
+
+class CaptureTimedOut(CaptureFailed):
+    """Every profiler server failed by missing its deadline (HTTP 504)."""
+
+    http_status = 504

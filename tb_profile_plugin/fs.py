@@ -51,6 +51,26 @@ def read_bytes(path: str) -> bytes:
         return handle.read()
 
 
+def write_bytes(path: str, data: bytes) -> None:
+    """Write whole or not at all: a local reader never sees half a file under its final name."""
+    if is_remote(path):
+        with _gfile().GFile(path, "wb") as handle:
+            handle.write(data)
+        return
+    partial = path + ".partial"
+    with open(partial, "wb") as handle:
+        handle.write(data)
+    os.replace(partial, path)
+
+
+def makedirs(path: str) -> None:
+    """Create `path` and its parents; nothing if it exists."""
+    if is_remote(path):
+        _gfile().makedirs(path)
+    else:
+        os.makedirs(path, exist_ok=True)
+
+
 def isdir(path: str) -> bool:
     return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
 

@@ -134,14 +134,18 @@ def _find_runs(root: str) -> list[Run]:
         tb_run = _relative(root, _parent(_parent(directory)))
         for session in sorted(subdirs_here):
             session_dir = fs.join(directory, session)
-            hosts = tuple(sorted(
-                name[: -len(XPLANE_SUFFIX)]
-                for name in fs.listdir(session_dir)
-                if name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX)
-            ))
             name = session if tb_run in ("", ".") else f"{tb_run}/{session}"
-            runs.append(Run(name=name, directory=session_dir, hosts=hosts))
+            runs.append(Run(name=name, directory=session_dir, hosts=hosts_in(session_dir)))
     return runs
+
+
+def hosts_in(directory: str) -> tuple[str, ...]:
+    """The hosts of the `<host>.xplane.pb` files directly in `directory`, sorted."""
+    return tuple(sorted(
+        name[: -len(XPLANE_SUFFIX)]
+        for name in fs.listdir(directory)
+        if name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX)
+    ))
 
 
 def _parts(path: str) -> list[str]:

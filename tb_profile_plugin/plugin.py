@@ -22,7 +22,14 @@ from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_profile_plugin import metadata
-from tb_profile_plugin.errors import BadRequest, NotFound, ProfileError, UnreadableProfile
+from tb_profile_plugin.errors import (
+    BadRequest,
+    CaptureBusy,
+    CaptureDisabled,
+    NotFound,
+    ProfileError,
+    UnreadableProfile,
+)
 from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name
 from tb_profile_plugin.tools import compare, registry
 from tb_profile_plugin.xspace.model import Profile
@@ -75,8 +82,6 @@ def _refuse_cross_site(request: Request) -> None:
     say where a request comes from (`Sec-Fetch-Site`, `Origin`); scripts and the CLI send
     neither and are not affected.
     """
-    from tb_profile_plugin.capture import CaptureDisabled
-
     fetch_site = request.headers.get("Sec-Fetch-Site", "")
     origin = request.headers.get("Origin", "")
     foreign_origin = bool(origin) and origin != "null" and (
@@ -210,7 +215,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
         from tb_profile_plugin import capture
 
         if not self._capture_enabled:
-            raise capture.CaptureDisabled(
+            raise CaptureDisabled(
                 f"capture is switched off in this TensorBoard (--{metadata.CAPTURE_FLAG}=off); "
                 "capture from a terminal with: tb-profile capture HOST:PORT --logdir LOGDIR"
             )
@@ -221,8 +226,8 @@ class ProfilePlugin(base_plugin.TBPlugin):
         options = capture.CaptureOptions.from_params(params)
         run = params.get("run", "")
         if not self._capture_lock.acquire(blocking=False):
-            raise capture.CaptureBusy("another capture is running in this TensorBoard; wait "
-                                      "for it to finish and try again")
+            raise CaptureBusy("another capture is running in this TensorBoard; wait for it to "
+                              "finish and try again")
         try:
             result = capture.capture(addresses, self._logdir.root, options, run=run)
         finally:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.errors import NotFound
-from tb_profile_plugin.logdir import ALL_HOSTS, XPLANE_SUFFIX, LogDir
+from tb_profile_plugin.logdir import ALL_HOSTS, XPLANE_SUFFIX, LogDir, Run, hosts_in
+from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.store import ProfileStore
 
@@ -57,10 +58,9 @@ def locate(path: str, host: str | None = None) -> Located:
             )
         located = Located(target.parent.name, {target.name[: -len(XPLANE_SUFFIX)]: str(target)})
     else:
-        direct = sorted(target.glob("*" + XPLANE_SUFFIX))
-        if direct:
-            files = {p.name[: -len(XPLANE_SUFFIX)]: str(p) for p in direct}
-            located = Located(target.name, files)
+        direct = Run(target.name, str(target), hosts_in(str(target)))
+        if direct.hosts:
+            located = Located(direct.name, {h: direct.xplane_path(h) for h in direct.hosts})
         else:
             runs = LogDir(str(target)).runs()
             if not runs:
@@ -89,3 +89,13 @@ def open_profiles(
         progress.stage(f"reading {host}")
         profiles[host] = store.open(file)
     return profiles
+
+
+def view_request(
+    located: Located, host: str | None, params: Mapping[str, str], progress: Progress
+) -> registry.ViewRequest:
+    """The request views build from: every located file opened (`open_profiles`), shown as
+    `host`, else as the run's one host, else as ALL_HOSTS."""
+    shown = host or (located.hosts[0] if len(located.files) == 1 else ALL_HOSTS)
+    profiles = open_profiles(located.files, ProfileStore(), progress)
+    return registry.ViewRequest(located.run, shown, profiles, params, paths=dict(located.files))

@@ -15,11 +15,10 @@ import textwrap
 from typing import Any
 
 from tb_profile_plugin.commands.output import Style, colour_wanted, to_json
-from tb_profile_plugin.commands.profiles import Located, locate, open_profiles
+from tb_profile_plugin.commands.profiles import Located, locate, view_request
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.logdir import ALL_HOSTS
 from tb_profile_plugin.tools import registry
-from tb_profile_plugin.xspace.store import ProfileStore
 
 HELP = "print a profile's overview: step time, breakdown, verdict, top ops, advice"
 WIDTH = 80
@@ -38,12 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def overview_document(located: Located, host: str | None) -> dict[str, Any]:
     """The overview_page document of the located run (one host, or ALL_HOSTS)."""
-    shown = host or (located.hosts[0] if len(located.files) == 1 else ALL_HOSTS)
     with Progress(len(located.files) + 1, located.size_bytes()) as progress:
-        profiles = open_profiles(located.files, ProfileStore(), progress)
+        request = view_request(located, host, {}, progress)
         progress.stage("analysing")
-        return registry.VIEWS["overview_page"].build(
-            registry.ViewRequest(located.run, shown, profiles, {}, paths=dict(located.files)))
+        return registry.VIEWS["overview_page"].build(request)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,12 +12,10 @@ import argparse
 import sys
 
 from tb_profile_plugin.commands.output import to_csv, to_json
-from tb_profile_plugin.commands.profiles import locate, open_profiles
+from tb_profile_plugin.commands.profiles import locate, view_request
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.errors import BadRequest, NotFound
-from tb_profile_plugin.logdir import ALL_HOSTS
 from tb_profile_plugin.tools import registry
-from tb_profile_plugin.xspace.store import ProfileStore
 
 HELP = "print one view's JSON document, or one of its tables as CSV"
 
@@ -55,15 +53,13 @@ def run(args: argparse.Namespace) -> int:
     if len(located.files) > 1 and not view.combines_hosts:
         raise BadRequest(f"{view.name} shows one host at a time; choose one with --host "
                          f"({', '.join(located.files)})")
-    shown = args.host or (located.hosts[0] if len(located.files) == 1 else ALL_HOSTS)
     with Progress(len(located.files) + 1, located.size_bytes()) as progress:
-        profiles = open_profiles(located.files, ProfileStore(), progress)
-        facts = registry.RunFacts.of(profiles)
+        request = view_request(located, args.host, params, progress)
+        facts = registry.RunFacts.of(request.profiles)
         if not view.available(facts):
-            raise NotFound(f"view {view.name} has no data for {args.path} (host {shown}); "
+            raise NotFound(f"view {view.name} has no data for {args.path} (host {request.host}); "
                            f"views with data: {', '.join(registry.views_for(facts))}")
         progress.stage(f"building {view.name}")
-        doc = view.build(registry.ViewRequest(
-            located.run, shown, profiles, params, paths=dict(located.files)))
+        doc = view.build(request)
     sys.stdout.write(to_csv(table(doc)) if table is not None else to_json(doc) + "\n")
     return 0

@@ -19,8 +19,8 @@ track_uuid 11; TrackDescriptor uuid 1, name 2, process 3, thread 4, parent_uuid 
 ProcessDescriptor pid 1, process_name 6; ThreadDescriptor pid 1, tid 2, thread_name 5;
 InternedData event_names 2; EventName iid 1, name 2.
 
-Packets are encoded in chunks: each field's varints are computed for a whole column at once
-and the bytes of a chunk are gathered from a per-packet byte matrix.
+Packets are encoded in chunks with trace/wire.py: each field's varints are computed for a
+whole column at once and the bytes of a chunk are gathered from a per-packet byte matrix.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import IO
 import numpy as np
 
 from tb_profile_plugin.trace.window import TraceSet
+from tb_profile_plugin.trace.wire import VARINT, Rows, int_field, key, len_field
 
 SEQUENCE_ID = 1
 SLICE_BEGIN = 1
@@ -40,102 +41,29 @@ _CHUNK_EVENTS = 200_000
 _TRACK_UUID_BASE = 1 << 20
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    value &= (1 << 64) - 1
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
-
-
-def _len_field(field: int, payload: bytes) -> bytes:
-    return _key(field, 2) + _varint(len(payload)) + payload
-
-
-def _int_field(field: int, value: int) -> bytes:
-    return _key(field, 0) + _varint(value)
-
-
 def _packet(body: bytes) -> bytes:
-    return _len_field(1, body)
-
-
-def _varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Varint bytes of uint64 `values`: (matrix [n, 10] uint8, length per row)."""
-    v = values.astype(np.uint64)
-    shifts = np.arange(10, dtype=np.uint64) * np.uint64(7)
-    groups = (v[:, None] >> shifts[None, :]) & np.uint64(0x7F)
-    bits = np.zeros(len(v), np.int64)
-    x = v.copy()
-    while np.any(x):
-        bits += x > 0
-        x >>= np.uint64(7)
-    lengths = np.maximum(bits, 1)
-    cont = np.arange(10)[None, :] < (lengths[:, None] - 1)
-    matrix = (groups | np.where(cont, np.uint64(0x80), np.uint64(0))).astype(np.uint8)
-    return matrix, lengths
-
-
-class _Rows:
-    """Per-row byte strings built part by part: each part a byte matrix and a mask of the
-    bytes in use, so a row's bytes are its masked matrix cells in column order."""
-
-    def __init__(self, n: int) -> None:
-        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
-        self.n = n
-
-    def const(self, data: bytes) -> None:
-        matrix = np.tile(np.frombuffer(data, np.uint8), (self.n, 1))
-        self.parts.append((matrix, np.ones(matrix.shape, bool)))
-
-    def varint(self, values: np.ndarray) -> None:
-        matrix, lengths = _varint_matrix(values)
-        self.parts.append((matrix, np.arange(10)[None, :] < lengths[:, None]))
-
-    def nested(self, rows: _Rows) -> None:
-        self.parts.append(rows.join())
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.sum([np.count_nonzero(mask, axis=1) for _, mask in self.parts], axis=0)
-
-    def join(self) -> tuple[np.ndarray, np.ndarray]:
-        return (np.concatenate([m for m, _ in self.parts], axis=1),
-                np.concatenate([k for _, k in self.parts], axis=1))
+    return len_field(1, body)
 
 
 def _event_packets(timestamp_ns: np.ndarray, kind: np.ndarray, uuid: np.ndarray,
                    name_iid: np.ndarray) -> bytes:
     """The bytes of `Trace.packet` fields, one TrackEvent packet per row."""
     n = len(timestamp_ns)
-    event = _Rows(n)
-    event.const(_key(9, 0))
+    event = Rows(n)
+    event.const(key(9, VARINT))
     event.varint(kind)
-    event.const(_key(10, 0))
+    event.const(key(10, VARINT))
     event.varint(name_iid)
-    event.const(_key(11, 0))
+    event.const(key(11, VARINT))
     event.varint(uuid)
-    body = _Rows(n)
-    body.const(_key(8, 0))
+    body = Rows(n)
+    body.const(key(8, VARINT))
     body.varint(timestamp_ns)
-    body.const(_int_field(10, SEQUENCE_ID) + _int_field(13, _NEEDS_STATE) + _key(11, 2))
-    body.varint(event.lengths)
-    body.nested(event)
-    packet = _Rows(n)
-    packet.const(_key(1, 2))
-    packet.varint(body.lengths)
-    packet.nested(body)
-    matrix, mask = packet.join()
-    return matrix[mask].tobytes()
+    body.const(int_field(10, SEQUENCE_ID) + int_field(13, _NEEDS_STATE))
+    body.nested(11, event)
+    packet = Rows(n)
+    packet.nested(1, body)
+    return packet.tobytes()
 
 
 def _slice_order(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,11 +73,11 @@ def _slice_order(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.nda
     rank[np.lexsort((-end, start))] = np.arange(n)  # begin order: earlier, then longer
     begin_key = 2 * start
     end_key = np.where(end == start, 2 * start + 1, 2 * end)
-    key = np.concatenate([begin_key, end_key])
+    boundary = np.concatenate([begin_key, end_key])
     is_begin = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
     # ends first at one key; ends in reverse begin order, begins in begin order
     secondary = np.concatenate([rank, -rank])
-    order = np.lexsort((secondary, is_begin, key))
+    order = np.lexsort((secondary, is_begin, boundary))
     return np.concatenate([np.arange(n), np.arange(n)])[order], is_begin[order]
 
 
@@ -160,25 +88,25 @@ def write_perfetto(trace: TraceSet, out: IO[bytes]) -> int:
     for h in trace.hosts:
         host_iids.append(np.array([iid_of.setdefault(n, len(iid_of) + 1) for n in h.index.names],
                                   np.int64))
-    names = b"".join(_len_field(2, _int_field(1, iid) + _len_field(2, name.encode("utf-8")))
+    names = b"".join(len_field(2, int_field(1, iid) + len_field(2, name.encode("utf-8")))
                      for name, iid in iid_of.items())
-    out.write(_packet(_int_field(10, SEQUENCE_ID) + _int_field(13, _CLEARED)
-                      + _len_field(12, names)))
+    out.write(_packet(int_field(10, SEQUENCE_ID) + int_field(13, _CLEARED)
+                      + len_field(12, names)))
     track_uuid = 0
     for h in trace.hosts:
         for p in h.index.processes:
             pid = h.pid_offset + p.pid
             name = f"{h.host}: {p.name}" if trace.combined else p.name
             process_uuid = _TRACK_UUID_BASE + pid * _TRACK_UUID_BASE
-            descriptor = (_int_field(1, process_uuid) + _len_field(
-                3, _int_field(1, pid) + _len_field(6, name.encode("utf-8"))))
-            out.write(_packet(_len_field(60, descriptor)))
+            descriptor = (int_field(1, process_uuid) + len_field(
+                3, int_field(1, pid) + len_field(6, name.encode("utf-8"))))
+            out.write(_packet(len_field(60, descriptor)))
             for t in p.threads:
                 track_uuid = process_uuid + t.tid
-                thread = _int_field(1, pid) + _int_field(2, t.tid) + _len_field(
+                thread = int_field(1, pid) + int_field(2, t.tid) + len_field(
                     5, t.name.encode("utf-8"))
-                out.write(_packet(_len_field(60, _int_field(1, track_uuid) + _int_field(
-                    5, process_uuid) + _len_field(4, thread))))
+                out.write(_packet(len_field(60, int_field(1, track_uuid) + int_field(
+                    5, process_uuid) + len_field(4, thread))))
     written = 0
     for h, iids in zip(trace.hosts, host_iids, strict=True):
         index = h.index
