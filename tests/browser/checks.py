@@ -13,7 +13,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.pages import Root, get_json
+from tests.browser.pages import Root, first_host, get_json
 from tests.browser.support import LOCAL_HOST, PageRecord
 
 MS = 3  # decimals shown for milliseconds
@@ -71,6 +71,6 @@ def check_csv_link(page: Page, root: Root, testid: str, table: str) -> str:
 
 def document(base: str, run: str, view: str, **params: str) -> tuple[str, dict[str, Any]]:
     """The first host of `run` for `view`, and that host's document (with view `params`)."""
-    host: str = get_json(base, "hosts", run=run, tag=view)[0]
+    host = first_host(base, run, view)
     doc: dict[str, Any] = get_json(base, "data", run=run, tag=view, host=host, **params)
     return host, doc

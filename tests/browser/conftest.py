@@ -23,7 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,12 @@ import pytest
 from tests.browser.support import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    DATA_DIR,
-    FIXTURES,
     LOCAL_HOST,
     STARTUP_TIMEOUT_S,
     PageRecord,
 )
 from tests.browser.synthetic import write_logdir as write_synthetic_logdir
+from tests.fixtures import DATA_DIR, FIXTURES
 
 
 def _free_port() -> int:
@@ -146,26 +145,31 @@ def tensorboard_url(
         yield base
 
 
-@pytest.fixture(scope="module")
-def empty_tensorboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of a real TensorBoard whose logdir holds no profile at all."""
+@contextlib.contextmanager
+def own_tensorboard(
+    tmp_path_factory: pytest.TempPathFactory, name: str, fill: Callable[[Path], None]
+) -> Iterator[str]:
+    """A TensorBoard of this module on a new logdir `name` that `fill` writes; its base URL."""
     if os.environ.get("TB_PROFILE_TEST_SERVER"):
         pytest.skip("TB_PROFILE_TEST_SERVER is set: no TensorBoard is started")
     _require_plugin()
-    logdir = tmp_path_factory.mktemp("empty_logdir")
-    with running_tensorboard(logdir, tmp_path_factory.mktemp("tensorboard_empty")) as base:
+    logdir = tmp_path_factory.mktemp(f"{name}_logdir")
+    fill(logdir)
+    with running_tensorboard(logdir, tmp_path_factory.mktemp(f"tensorboard_{name}")) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def empty_tensorboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real TensorBoard whose logdir holds no profile at all."""
+    with own_tensorboard(tmp_path_factory, "empty", lambda logdir: None) as base:
         yield base
 
 
 @pytest.fixture(scope="module")
 def synthetic_tensorboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of a real TensorBoard on the synthetic profiles (tests/browser/synthetic.py)."""
-    if os.environ.get("TB_PROFILE_TEST_SERVER"):
-        pytest.skip("TB_PROFILE_TEST_SERVER is set: no TensorBoard is started")
-    _require_plugin()
-    logdir = tmp_path_factory.mktemp("synthetic_logdir")
-    write_synthetic_logdir(logdir)
-    with running_tensorboard(logdir, tmp_path_factory.mktemp("tensorboard_synthetic")) as base:
+    with own_tensorboard(tmp_path_factory, "synthetic", write_synthetic_logdir) as base:
         yield base
 
 

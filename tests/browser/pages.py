@@ -69,6 +69,20 @@ def expect_view(
     return document
 
 
+def open_view(page: Page, base: str, view: str, run: str, host: str | None = None) -> Locator:
+    """Opens the standalone page on `view` of `run` (and `host`); waits for its document."""
+    page.goto(standalone(base, selection_hash(run, view, host)))
+    return expect_view(page, view, run, host)
+
+
+def open_in_tensorboard(page: Page, base: str, view: str, run: str, host: str) -> FrameLocator:
+    """Opens TensorBoard's Profile tab on `view` of `run`; waits for the document of `host`."""
+    page.goto(in_tensorboard(base, run, view))
+    frame = page.frame_locator(PROFILE_IFRAME)
+    expect_view(frame, view, run, host)
+    return frame
+
+
 def get_json(base: str, route: str, **params: str) -> Any:
     """GETs a plugin route of the test server and decodes its JSON answer."""
     url = f"{base}{API}/{route}?{urllib.parse.urlencode(params)}"
@@ -79,3 +93,14 @@ def get_json(base: str, route: str, **params: str) -> Any:
 def runs_of_server(base: str) -> list[str]:
     runs: list[str] = get_json(base, "runs")
     return runs
+
+
+def fixture_run(base: str, scenario: str) -> str:
+    """The run of fixture `scenario` on the server at `base`."""
+    return run_of(runs_of_server(base), scenario)
+
+
+def first_host(base: str, run: str, view: str) -> str:
+    """The first host the server offers for `view` of `run`."""
+    host: str = get_json(base, "hosts", run=run, tag=view)[0]
+    return host

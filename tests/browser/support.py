@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import urllib.parse
 from dataclasses import dataclass, field
-from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -16,10 +15,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
-# The fixture scenarios (tests/data/<name>/, made by scripts/make_fixtures.py). Each is copied
-# to <logdir>/<name>/, so every run of a fixture is named "<name>/..." in the Profile tab.
-FIXTURES = ("keras_fit", "custom_loop", "tfdata_slow", "tfdata_parallel", "two_hosts")
+# Each fixture scenario (tests/fixtures.py FIXTURES) is copied to <logdir>/<name>/, so every
+# run of a fixture is named "<name>/..." in the Profile tab.
 MULTI_HOST_FIXTURE = "two_hosts"
 STARTUP_TIMEOUT_S = 60.0
 LOCAL_HOST = "127.0.0.1"

@@ -35,14 +35,12 @@ from tests.browser.checks import (
     shown_text,
 )
 from tests.browser.pages import (
-    PROFILE_IFRAME,
     Root,
     expect_view,
-    in_tensorboard,
+    open_in_tensorboard,
+    open_view,
     run_of,
     runs_of_server,
-    selection_hash,
-    standalone,
 )
 from tests.browser.support import PageRecord
 
@@ -225,8 +223,7 @@ def test_standalone_view_shows_the_documents_numbers(
 ) -> None:
     run = fixture_runs[fixture]
     host, doc = document(tensorboard_url, run, view)
-    page.goto(standalone(tensorboard_url, selection_hash(run, view, host)))
-    expect_view(page, view, run, host)
+    open_view(page, tensorboard_url, view, run, host)
     if view == OVERVIEW:
         check_overview(page, page, doc)
     else:
@@ -243,10 +240,8 @@ def test_views_inside_tensorboard(
     fixture: str,
 ) -> None:
     run = fixture_runs[fixture]
-    page.goto(in_tensorboard(tensorboard_url, run, OVERVIEW))
-    frame = page.frame_locator(PROFILE_IFRAME)
     host, overview = document(tensorboard_url, run, OVERVIEW)
-    expect_view(frame, OVERVIEW, run, host)
+    frame = open_in_tensorboard(page, tensorboard_url, OVERVIEW, run, host)
     check_overview(page, frame, overview)
 
     screenshot = os.environ.get("TB_PROFILE_SCREENSHOT")
@@ -270,8 +265,7 @@ def test_input_op_table_sorts_and_filters(
     ops = doc["input_ops"]
     names = [op["op_name"] for op in ops]
     assert len(ops) >= 3, "tfdata_slow should have several input ops"
-    page.goto(standalone(tensorboard_url, selection_hash(run, INPUT, host)))
-    expect_view(page, INPUT, run, host)
+    open_view(page, tensorboard_url, INPUT, run, host)
     rows = page.get_by_test_id("input-op-row")
     expect(rows).to_have_count(len(ops))
 
@@ -322,8 +316,7 @@ def test_step_chart_tooltip_lists_every_category(
 ) -> None:
     run = fixture_runs["tfdata_slow"]
     host, doc = document(tensorboard_url, run, OVERVIEW)
-    page.goto(standalone(tensorboard_url, selection_hash(run, OVERVIEW, host)))
-    expect_view(page, OVERVIEW, run, host)
+    open_view(page, tensorboard_url, OVERVIEW, run, host)
     chart = page.get_by_test_id("step-chart")
     expect(chart.locator("canvas").first).to_be_visible()
     box = chart.bounding_box()
@@ -359,8 +352,7 @@ def test_device_profile_shows_precision_and_device_ops(
     base, run, host = synthetic_tensorboard_url, synthetic.GPU_RUN, synthetic.GPU_HOST
     _, overview = document(base, run, OVERVIEW)
     assert overview["top_device_ops"], "the synthetic GPU profile should have device ops"
-    page.goto(standalone(base, selection_hash(run, OVERVIEW, host)))
-    expect_view(page, OVERVIEW, run, host)
+    open_view(page, base, OVERVIEW, run, host)
     expect(page.get_by_test_id("card-precision")).to_be_visible()
     check_overview(page, page, overview)
     for key in CATEGORIES:  # every category but compilation has time in this profile
@@ -389,8 +381,7 @@ def test_cpu_profile_has_no_precision_card_and_shows_host_ops(
     run = fixture_runs["custom_loop"]
     host, doc = document(tensorboard_url, run, OVERVIEW)
     assert doc["top_device_ops"] == [] and doc["top_host_ops"]
-    page.goto(standalone(tensorboard_url, selection_hash(run, OVERVIEW, host)))
-    expect_view(page, OVERVIEW, run, host)
+    open_view(page, tensorboard_url, OVERVIEW, run, host)
     expect(page.get_by_test_id("card-precision")).to_have_count(0)
     expect(page.get_by_test_id("top-ops")).to_have_attribute("data-kind", "host")
 
@@ -402,8 +393,7 @@ def test_profile_without_steps_explains_itself(
     base, run, host = synthetic_tensorboard_url, synthetic.NO_STEPS_RUN, synthetic.NO_STEPS_HOST
     _, doc = document(base, run, view)
     assert doc["steps"] == []
-    page.goto(standalone(base, selection_hash(run, view, host)))
-    document_root = expect_view(page, view, run, host)
+    document_root = open_view(page, base, view, run, host)
     expect(page.get_by_test_id("no-steps")).to_be_visible()
     expect(page.get_by_test_id("step-chart")).to_have_count(0)
     # The diagnostics say why, and come before the (empty) chart's place.

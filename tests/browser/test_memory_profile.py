@@ -32,12 +32,9 @@ from tests.browser.checks import (
 from tests.browser.pages import (
     LOAD_TIMEOUT_MS,
     Root,
-    expect_view,
+    fixture_run,
     get_json,
-    run_of,
-    runs_of_server,
-    selection_hash,
-    standalone,
+    open_view,
 )
 from tests.browser.support import PageRecord
 from tests.browser.synthetic_memory import MEMORY_HOST, MEMORY_RUN
@@ -123,11 +120,10 @@ def test_memory_profile_on_a_real_capture(
     page: Page, tensorboard_url: str, record: PageRecord
 ) -> None:
     base = tensorboard_url
-    run = run_of(runs_of_server(base), "keras_fit")
+    run = fixture_run(base, "keras_fit")
     assert VIEW in get_json(base, "run_tools", run=run)
     host, doc = document(base, run, VIEW)
-    page.goto(standalone(base, selection_hash(run, VIEW, host)))
-    expect_view(page, VIEW, run, host)
+    open_view(page, base, VIEW, run, host)
     expect(page.get_by_test_id("memory-view")).to_have_attribute("data-memory-id", "mklcpu")
     check_summary(page, doc)
 
@@ -177,8 +173,7 @@ def test_memory_ids_and_zoom_on_a_synthetic_profile(
     base = synthetic_tensorboard_url
     _, doc = document(base, MEMORY_RUN, VIEW)
     assert doc["memory_ids"] == ["GPU_0_bfc", "cpu"]
-    page.goto(standalone(base, selection_hash(MEMORY_RUN, VIEW, MEMORY_HOST)))
-    expect_view(page, VIEW, MEMORY_RUN, MEMORY_HOST)
+    open_view(page, base, VIEW, MEMORY_RUN, MEMORY_HOST)
     check_summary(page, doc)
     names = [r["op_name"] for r in doc["breakdown"]]
     assert row_names(page, "memory-breakdown-row") == names
@@ -235,8 +230,7 @@ def test_memory_profile_without_allocator_events_explains(
     assert VIEW in get_json(base, "run_tools", run=run)
     _, doc = document(base, run, VIEW)
     assert doc["memory_ids"] == [] and doc["diagnostics"]["warnings"]
-    page.goto(standalone(base, selection_hash(run, VIEW, host)))
-    expect_view(page, VIEW, run, host)
+    open_view(page, base, VIEW, run, host)
     empty = page.get_by_test_id("memory-empty")
     expect(empty).to_be_visible()
     for warning in doc["diagnostics"]["warnings"]:

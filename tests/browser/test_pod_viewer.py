@@ -9,12 +9,9 @@ from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.checks import assert_clean, check_csv_link
 from tests.browser.pages import (
-    expect_view,
+    fixture_run,
     get_json,
-    run_of,
-    runs_of_server,
-    selection_hash,
-    standalone,
+    open_view,
 )
 from tests.browser.support import MULTI_HOST_FIXTURE, PageRecord
 
@@ -52,13 +49,12 @@ def _hover_column(page: Page, chart: Locator, fraction: float) -> None:
 def test_slider_moves_the_columns_to_that_steps_numbers(
     page: Page, tensorboard_url: str, record: PageRecord
 ) -> None:
-    run = run_of(runs_of_server(tensorboard_url), MULTI_HOST_FIXTURE)
+    run = fixture_run(tensorboard_url, MULTI_HOST_FIXTURE)
     assert get_json(tensorboard_url, "hosts", run=run, tag=VIEW)[0] == "ALL_HOSTS"
     doc = get_json(tensorboard_url, "data", run=run, tag=VIEW, host="ALL_HOSTS")
     steps = doc["steps"]
     assert len(steps) == doc["num_steps"] > 100 and len(doc["hosts"]) == 2
-    page.goto(standalone(tensorboard_url, selection_hash(run, VIEW, "ALL_HOSTS")))
-    expect_view(page, VIEW, run, "ALL_HOSTS")
+    open_view(page, tensorboard_url, VIEW, run, "ALL_HOSTS")
     expect(page.get_by_test_id("pod-viewer")).to_have_attribute("data-steps", str(len(steps)))
     _expect_step(page, steps[0])
 

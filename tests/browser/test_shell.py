@@ -23,7 +23,8 @@ from tests.browser.pages import (
     run_of,
     standalone,
 )
-from tests.browser.support import DATA_DIR, FIXTURES, MULTI_HOST_FIXTURE, PageRecord
+from tests.browser.support import MULTI_HOST_FIXTURE, PageRecord
+from tests.fixtures import DATA_DIR, FIXTURES
 
 pytestmark = pytest.mark.browser
 

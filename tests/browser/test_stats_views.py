@@ -35,10 +35,10 @@ from tests.browser.pages import (
     PROFILE_IFRAME,
     Root,
     expect_view,
+    fixture_run,
     get_json,
-    in_tensorboard,
-    run_of,
-    runs_of_server,
+    open_in_tensorboard,
+    open_view,
     selection_hash,
     standalone,
 )
@@ -180,7 +180,7 @@ def check_tfstats(page: Page, root: Root, doc: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def tfdata_slow(tensorboard_url: str) -> str:
     """The run of the tfdata_slow fixture, as the server names it."""
-    return run_of(runs_of_server(tensorboard_url), "tfdata_slow")
+    return fixture_run(tensorboard_url, "tfdata_slow")
 
 
 def test_tfstats_standalone_shows_the_documents_numbers(
@@ -188,8 +188,7 @@ def test_tfstats_standalone_shows_the_documents_numbers(
 ) -> None:
     host, doc = document(tensorboard_url, tfdata_slow, TFSTATS)
     assert doc["num_device_rows"] == 0 and doc["num_host_rows"] > 10
-    page.goto(standalone(tensorboard_url, selection_hash(tfdata_slow, TFSTATS, host)))
-    expect_view(page, TFSTATS, tfdata_slow, host)
+    open_view(page, tensorboard_url, TFSTATS, tfdata_slow, host)
     check_tfstats(page, page, doc)
 
     # The largest host slice (IDLE here) under the pointer: a tooltip made of text nodes.
@@ -212,9 +211,7 @@ def test_tfstats_inside_tensorboard_with_idle_toggle(
     page: Page, tensorboard_url: str, tfdata_slow: str, record: PageRecord
 ) -> None:
     host, doc = document(tensorboard_url, tfdata_slow, TFSTATS)
-    page.goto(in_tensorboard(tensorboard_url, tfdata_slow, TFSTATS))
-    frame = page.frame_locator(PROFILE_IFRAME)
-    expect_view(frame, TFSTATS, tfdata_slow, host)
+    frame = open_in_tensorboard(page, tensorboard_url, TFSTATS, tfdata_slow, host)
     check_tfstats(page, frame, doc)
 
     # The toggle works in the iframe too, and TensorBoard's reload keeps it (sessionStorage;
@@ -253,8 +250,7 @@ def test_tfstats_table_sorts_filters_and_pages(
     rows: list[Row] = doc["rows"]
     names = [row["op_name"] for row in rows]
     assert 25 < len(rows) <= PAGE_ROWS, "tfdata_slow should fill more than one page of 25"
-    page.goto(standalone(tensorboard_url, selection_hash(tfdata_slow, TFSTATS, host)))
-    expect_view(page, TFSTATS, tfdata_slow, host)
+    open_view(page, tensorboard_url, TFSTATS, tfdata_slow, host)
     expect_names(page, names)
 
     # Numbers sort as numbers, largest first; a second click reverses. Ties keep their order.
@@ -337,8 +333,7 @@ def test_idle_toggle_refetches_and_is_kept_in_the_url(
     _, busy = document(tensorboard_url, tfdata_slow, TFSTATS, include_idle="false")
     idle_rows = [row for row in with_idle["rows"] if row["op_name"] == "IDLE"]
     assert idle_rows and busy["num_rows"] == with_idle["num_rows"] - len(idle_rows)
-    page.goto(standalone(tensorboard_url, selection_hash(tfdata_slow, TFSTATS, host)))
-    expect_view(page, TFSTATS, tfdata_slow, host)
+    open_view(page, tensorboard_url, TFSTATS, tfdata_slow, host)
     idle = page.locator("[data-testid=tfstats-row][data-op-name=IDLE]")
     expect(idle).to_have_count(len(idle_rows))
 
@@ -392,7 +387,7 @@ def test_idle_toggle_refetches_and_is_kept_in_the_url(
 
 
 def test_tfstats_sums_several_hosts(page: Page, tensorboard_url: str, record: PageRecord) -> None:
-    run = run_of(runs_of_server(tensorboard_url), MULTI_HOST_FIXTURE)
+    run = fixture_run(tensorboard_url, MULTI_HOST_FIXTURE)
     host, doc = document(tensorboard_url, run, TFSTATS)
     assert host == "ALL_HOSTS" and doc["host_count"] == 2
     page.goto(standalone(tensorboard_url, selection_hash(run, TFSTATS)))
@@ -410,8 +405,7 @@ def test_tfstats_on_a_gpu_profile_has_device_pies_and_tensor_cores(
     base, run, host = synthetic_tensorboard_url, synthetic.GPU_RUN, synthetic.GPU_HOST
     _, doc = document(base, run, TFSTATS)
     assert doc["num_device_rows"] > MAX_SLICES + 1, "the device pie should group an Other slice"
-    page.goto(standalone(base, selection_hash(run, TFSTATS, host)))
-    expect_view(page, TFSTATS, run, host)
+    open_view(page, base, TFSTATS, run, host)
     check_tfstats(page, page, doc)
     expect(page.get_by_test_id("pie-device-op")).to_have_attribute(
         "data-slices", str(MAX_SLICES + 1)
@@ -481,8 +475,7 @@ def test_kernel_stats_on_a_gpu_profile(
     _, doc = document(base, run, KERNELS)
     kernels: list[Row] = doc["rows"]
     assert len(kernels) == doc["num_rows"] and 0 < len(kernels) <= PAGE_ROWS
-    page.goto(standalone(base, selection_hash(run, KERNELS, host)))
-    expect_view(page, KERNELS, run, host)
+    open_view(page, base, KERNELS, run, host)
     expect(page.get_by_test_id("kernel-row-count")).to_have_text(f"{len(kernels)} rows")
     expect_kernels(page, kernels)
     rows = page.get_by_test_id("kernel-row")
@@ -559,8 +552,7 @@ def test_kernel_stats_without_kernels_explains_why(
     assert KERNELS in get_json(base, "run_tools", run=run)
     _, doc = document(base, run, KERNELS)
     assert doc["rows"] == [] and doc["diagnostics"]["warnings"]
-    page.goto(standalone(base, selection_hash(run, KERNELS, host)))
-    expect_view(page, KERNELS, run, host)
+    open_view(page, base, KERNELS, run, host)
     empty = page.get_by_test_id("kernel-empty")
     expect(empty).to_be_visible()
     for warning in doc["diagnostics"]["warnings"]:

@@ -22,14 +22,10 @@ from tests.browser.checks import (
     shown_text,
 )
 from tests.browser.pages import (
-    PROFILE_IFRAME,
     Root,
-    expect_view,
-    in_tensorboard,
-    run_of,
-    runs_of_server,
-    selection_hash,
-    standalone,
+    fixture_run,
+    open_in_tensorboard,
+    open_view,
 )
 from tests.browser.support import PageRecord
 
@@ -88,10 +84,9 @@ def check_graph(root: Root, graph: dict[str, Any]) -> None:
 def test_graph_follows_the_rank(
     page: Page, tensorboard_url: str, record: PageRecord, fixture: str
 ) -> None:
-    run = run_of(runs_of_server(tensorboard_url), fixture)
+    run = fixture_run(tensorboard_url, fixture)
     host, doc = document(tensorboard_url, run, VIEW)
-    page.goto(standalone(tensorboard_url, selection_hash(run, VIEW, host)))
-    expect_view(page, VIEW, run, host)
+    open_view(page, tensorboard_url, VIEW, run, host)
     summary = doc["summary"]
     expect(page.get_by_test_id("tfdata-summary")).to_have_attribute(
         "data-input-bound", str(summary["is_input_bound"]).lower())
@@ -114,10 +109,8 @@ def test_graph_follows_the_rank(
 
 
 def test_view_inside_tensorboard(page: Page, tensorboard_url: str, record: PageRecord) -> None:
-    run = run_of(runs_of_server(tensorboard_url), "tfdata_slow")
+    run = fixture_run(tensorboard_url, "tfdata_slow")
     host, doc = document(tensorboard_url, run, VIEW)
-    page.goto(in_tensorboard(tensorboard_url, run, VIEW))
-    frame = page.frame_locator(PROFILE_IFRAME)
-    expect_view(frame, VIEW, run, host)
+    frame = open_in_tensorboard(page, tensorboard_url, VIEW, run, host)
     check_graph(frame, _graph(doc, 1))
     assert_clean(record)

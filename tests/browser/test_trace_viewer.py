@@ -31,12 +31,10 @@ from tests.browser import synthetic, trace_synthetic
 from tests.browser.checks import assert_clean
 from tests.browser.pages import (
     LOAD_TIMEOUT_MS,
-    expect_view,
+    first_host,
+    fixture_run,
     get_json,
-    run_of,
-    runs_of_server,
-    selection_hash,
-    standalone,
+    open_view,
 )
 from tests.browser.support import MULTI_HOST_FIXTURE, PageRecord
 
@@ -85,8 +83,7 @@ def settled(h: Hook) -> bool:
 
 
 def open_viewer(page: Page, base: str, run: str, host: str) -> Hook:
-    page.goto(standalone(base, selection_hash(run, VIEW, host)))
-    expect_view(page, VIEW, run, host)
+    open_view(page, base, VIEW, run, host)
     return wait_hook(page, settled, "the first frame")
 
 
@@ -129,15 +126,10 @@ def canvas_point(page: Page, x: float, y: float) -> tuple[float, float]:
     return box["x"] + x, box["y"] + y
 
 
-def first_host(base: str, run: str) -> str:
-    host: str = get_json(base, "hosts", run=run, tag=VIEW)[0]
-    return host
-
-
 @pytest.fixture
 def tfdata_run(tensorboard_url: str) -> tuple[str, str]:
-    run = run_of(runs_of_server(tensorboard_url), "tfdata_slow")
-    return run, first_host(tensorboard_url, run)
+    run = fixture_run(tensorboard_url, "tfdata_slow")
+    return run, first_host(tensorboard_url, run, VIEW)
 
 
 # -- the real capture ---------------------------------------------------------------------
@@ -286,7 +278,7 @@ def test_process_header_collapses_and_expands(
 def test_all_hosts_share_one_time_axis(
     page: Page, tensorboard_url: str, record: PageRecord
 ) -> None:
-    run = run_of(runs_of_server(tensorboard_url), MULTI_HOST_FIXTURE)
+    run = fixture_run(tensorboard_url, MULTI_HOST_FIXTURE)
     hosts = get_json(tensorboard_url, "hosts", run=run, tag=VIEW)
     assert hosts[0] == "ALL_HOSTS" and len(hosts) >= 3
     h = open_viewer(page, tensorboard_url, run, "ALL_HOSTS")

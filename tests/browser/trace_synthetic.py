@@ -7,11 +7,11 @@ four 20 µs ops inside it, five 3 µs kernels inside each op), so every thread h
 per block (100 distinct names), so colours vary too.
 
 Building two million events through the protobuf API would take tens of seconds, so the
-events are encoded with numpy straight into protobuf wire format: the plane, its metadata
-and each line's header are serialised by the generated classes, and each line's `events`
-(field 4 of XLine, every XEvent = metadata_id (1), offset_ps (2), duration_ps (3) as
-varints) are appended as bytes. Repeated fields may follow the rest of a message in any
-order, so the result is a valid XSpace.
+events are encoded with numpy straight into protobuf wire format (tb_profile_plugin/trace/
+wire.py): the plane, its metadata and each line's header are serialised by the generated
+classes, and each line's `events` (field 4 of XLine, every XEvent = metadata_id (1),
+offset_ps (2), duration_ps (3) as varints) are appended as bytes. Repeated fields may follow
+the rest of a message in any order, so the result is a valid XSpace.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tb_profile_plugin.trace.wire import len_field, repeated_messages
 from tb_profile_plugin.xspace.pb import xplane_pb2
 
 SESSION = "2026_01_01_00_00_00"
@@ -62,58 +63,6 @@ def _names() -> list[str]:
     return names
 
 
-def _varint_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n, 10) uint8 varint bytes of `values` and the (n, 10) mask of the bytes used."""
-    values = values.astype(np.uint64)
-    shifts = np.arange(10, dtype=np.uint64) * np.uint64(7)
-    groups = ((values[:, None] >> shifts[None, :]) & np.uint64(0x7F)).astype(np.uint8)
-    used = np.ones(values.shape, dtype=np.int64)
-    rest = values >> np.uint64(7)
-    while rest.any():
-        used += rest > 0
-        rest = rest >> np.uint64(7)
-    columns = np.arange(10)[None, :]
-    mask = columns < used[:, None]
-    groups[columns < (used[:, None] - 1)] |= 0x80
-    return groups, mask
-
-
-def encode_events(metadata_id: np.ndarray, offset_ps: np.ndarray, duration_ps: np.ndarray) -> bytes:
-    """XLine field 4 (`events`) for each event, as concatenated wire bytes."""
-    n = len(metadata_id)
-    parts = [_varint_groups(v) for v in (metadata_id, offset_ps, duration_ps)]
-    # Row: 0x22 LEN 0x08 v1[10] 0x10 v2[10] 0x18 v3[10]; LEN < 128 always (at most 33).
-    width = 2 + 3 * 11
-    rows = np.zeros((n, width), dtype=np.uint8)
-    mask = np.zeros((n, width), dtype=bool)
-    rows[:, 0] = 0x22
-    mask[:, :2] = True
-    length = np.full(n, 3, dtype=np.int64)
-    for k, (tag, (groups, used)) in enumerate(zip((0x08, 0x10, 0x18), parts, strict=True)):
-        at = 2 + k * 11
-        rows[:, at] = tag
-        mask[:, at] = True
-        rows[:, at + 1 : at + 11] = groups
-        mask[:, at + 1 : at + 11] = used
-        length += used.sum(axis=1)
-    rows[:, 1] = length.astype(np.uint8)
-    return rows[mask].tobytes()
-
-
-def _length_delimited(field: int, payload: bytes) -> bytes:
-    out = bytearray([(field << 3) | 2])
-    size = len(payload)
-    while True:
-        byte = size & 0x7F
-        size >>= 7
-        if size:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            break
-    return bytes(out) + payload
-
-
 def big_trace_profile(threads: int = THREADS, blocks: int = BLOCKS) -> bytes:
     """The XSpace bytes of the big profile (threads * blocks * 25 events)."""
     plane = xplane_pb2.XPlane(id=0, name="/host:CPU")
@@ -132,10 +81,11 @@ def big_trace_profile(threads: int = THREADS, blocks: int = BLOCKS) -> bytes:
         header = xplane_pb2.XLine(
             id=thread + 1, display_id=thread + 1, name=f"worker_{thread}", timestamp_ns=1_000
         ).SerializeToString()
-        lines.append(header + encode_events(metadata_id, offset_ps, duration_ps))
-    plane_bytes = plane.SerializeToString() + b"".join(_length_delimited(3, line) for line in lines)
+        lines.append(header + repeated_messages(
+            4, [(1, metadata_id), (2, offset_ps), (3, duration_ps)]))
+    plane_bytes = plane.SerializeToString() + b"".join(len_field(3, line) for line in lines)
     space = xplane_pb2.XSpace(hostnames=[BIG_HOST]).SerializeToString()
-    return _length_delimited(1, plane_bytes) + space
+    return len_field(1, plane_bytes) + space
 
 
 def write_big_trace(logdir: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -9,10 +10,12 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +45,30 @@ class Server:
                 return response.status, dict(response.headers), response.read()
         except urllib.error.HTTPError as exc:
             return exc.code, dict(exc.headers), exc.read()
+
+    def fetch_json(self, route: str, **params: object) -> tuple[int, Any]:
+        """GETs `/route?params`; (status, decoded JSON body)."""
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        status, _, body = self.get(f"/{route}{query}")
+        return status, json.loads(body)
+
+    def get_json(self, route: str, **params: object) -> Any:
+        """GETs `/route?params`, which must answer 200; its decoded JSON body."""
+        status, doc = self.fetch_json(route, **params)
+        assert status == 200, doc
+        return doc
+
+    def post_json(self, route: str, **params: str) -> tuple[int, Any, float]:
+        """POSTs `params` as a form to `/route`; (status, decoded JSON body, seconds taken)."""
+        data = urllib.parse.urlencode(params).encode()
+        request = urllib.request.Request(f"{self.base_url}{PREFIX}/{route}", data=data)
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                status, body = response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            status, body = exc.code, exc.read()
+        return status, json.loads(body), time.monotonic() - started
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -14,8 +14,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +22,6 @@ import pytest
 
 from tb_profile_plugin.xspace.pb import xplane_pb2
 from tests.integration.conftest import (
-    PREFIX,
     Server,
     free_port,
     start_tensorboard,
@@ -66,25 +63,6 @@ def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     stop(running)
 
 
-def post(server: Server, route: str, params: dict[str, str]) -> tuple[int, dict, float]:
-    """POST a form; (status, JSON body, seconds it took)."""
-    data = urllib.parse.urlencode(params).encode()
-    request = urllib.request.Request(server.base_url + PREFIX + route, data=data)
-    started = time.monotonic()
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            status, body = response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        status, body = exc.code, exc.read()
-    return status, json.loads(body), time.monotonic() - started
-
-
-def get_json(server: Server, route: str) -> object:
-    status, _, body = server.get(route)
-    assert status == 200, body
-    return json.loads(body)
-
-
 def xplane_event_names(path: Path) -> list[str]:
     space = xplane_pb2.XSpace()
     space.ParseFromString(path.read_bytes())
@@ -92,10 +70,8 @@ def xplane_event_names(path: Path) -> list[str]:
 
 
 def overview_steps(server: Server, run: str, host: str) -> list[dict]:
-    query = urllib.parse.urlencode({"run": run, "tag": "overview_page", "host": host})
-    doc = get_json(server, f"/data?{query}")
-    assert isinstance(doc, dict)
-    return doc["steps"]
+    steps: list[dict] = server.get_json("data", run=run, tag="overview_page", host=host)["steps"]
+    return steps
 
 
 def tensorboard_runs(server: Server) -> list[str]:
@@ -114,18 +90,19 @@ def session_dir(logdir: Path, run: str) -> Path:
 
 def test_route_captures_a_training_process(board: Server, trainers: list[TrainingServer]) -> None:
     trainer = trainers[0]
-    status, answer, seconds = post(board, "/capture_profile", {
-        "service_addr": f"grpc://{trainer.address}", "duration": str(DURATION_MS),
-        "num_retry": "1", "host_tracer_level": "2", "device_tracer_level": "1",
-        "python_tracer_level": "0", "delay": "0",
-    })
+    status, answer, seconds = board.post_json(
+        "capture_profile",
+        service_addr=f"grpc://{trainer.address}", duration=str(DURATION_MS),
+        num_retry="1", host_tracer_level="2", device_tracer_level="1",
+        python_tracer_level="0", delay="0",
+    )
     assert status == 200, answer
     run = answer["run"]
     host = f"127.0.0.1_{trainer.port}"
     assert answer["hosts"] == [host]
     assert run in answer["result"] and seconds >= DURATION_MS / 1000
-    assert run in get_json(board, "/runs")
-    assert get_json(board, f"/hosts?run={run}&tag=overview_page") == [host]
+    assert run in board.get_json("runs")
+    assert board.get_json("hosts", run=run, tag="overview_page") == [host]
     xplane = session_dir(board.logdir, run) / f"{host}.xplane.pb"
     assert "train" in xplane_event_names(xplane)  # the step markers of the training loop
     steps = overview_steps(board, run, host)
@@ -143,14 +120,12 @@ def test_route_captures_two_servers_into_one_run(
     board: Server, trainers: list[TrainingServer],
 ) -> None:
     addresses = f"{trainers[0].address}, grpc://{trainers[1].address}"
-    status, answer, _ = post(board, "/capture_profile", {
-        "service_addr": addresses, "duration": "1000",
-    })
+    status, answer, _ = board.post_json("capture_profile", service_addr=addresses, duration="1000")
     assert status == 200, answer
     hosts = sorted(f"127.0.0.1_{t.port}" for t in trainers)
     assert sorted(answer["hosts"]) == hosts
     run = answer["run"]
-    assert get_json(board, f"/hosts?run={run}&tag=overview_page") == ["ALL_HOSTS", *hosts]
+    assert board.get_json("hosts", run=run, tag="overview_page") == ["ALL_HOSTS", *hosts]
     files = sorted(p.name for p in session_dir(board.logdir, run).iterdir())
     assert files == [f"{h}.xplane.pb" for h in hosts]
     for host in hosts:
@@ -159,26 +134,25 @@ def test_route_captures_two_servers_into_one_run(
 
 def test_route_errors_are_clear_and_fast(board: Server) -> None:
     closed = free_port()
-    status, answer, seconds = post(board, "/capture_profile", {
-        "service_addr": f"127.0.0.1:{closed}", "duration": "1000", "num_retry": "2",
-    })
+    status, answer, seconds = board.post_json(
+        "capture_profile",
+        service_addr=f"127.0.0.1:{closed}", duration="1000", num_retry="2",
+    )
     assert status == 502 and seconds < 10, (status, answer, seconds)
     assert f"127.0.0.1:{closed} refused the connection" in answer["error"]
     assert f"server.start({closed})" in answer["error"]
     for bad in ("127.0.0.1", "localhost:99999", "http://localhost:6009", "a b:1", ""):
-        status, answer, seconds = post(board, "/capture_profile", {"service_addr": bad})
+        status, answer, seconds = board.post_json("capture_profile", service_addr=bad)
         assert status == 400 and seconds < 5, (bad, status, answer)
         assert "host:port" in answer["error"] or "missing" in answer["error"], answer
-    status, answer, _ = post(board, "/capture_profile", {
-        "service_addr": "localhost:6009", "duration": "soon",
-    })
+    status, answer, _ = board.post_json(
+        "capture_profile", service_addr="localhost:6009", duration="soon")
     assert status == 400 and "duration" in answer["error"]
-    status, answer, _ = post(board, "/capture_profile", {
-        "service_addr": "localhost:6009", "host_tracer_level": "7",
-    })
+    status, answer, _ = board.post_json(
+        "capture_profile", service_addr="localhost:6009", host_tracer_level="7")
     assert status == 400 and "host_tracer_level" in answer["error"]
     # The server keeps serving, and a failed capture leaves no run behind.
-    assert all("_" in run for run in get_json(board, "/runs"))  # type: ignore[union-attr]
+    assert all("_" in run for run in board.get_json("runs"))
     assert board.process.poll() is None
 
 
@@ -205,9 +179,10 @@ def test_route_refuses_captures_sent_by_other_sites(board: Server) -> None:
 
 
 def test_empty_traces_are_retried_then_reported(board: Server, idle_server: TrainingServer) -> None:
-    status, answer, seconds = post(board, "/capture_profile", {
-        "service_addr": idle_server.address, "duration": "300", "num_retry": "2",
-    })
+    status, answer, seconds = board.post_json(
+        "capture_profile",
+        service_addr=idle_server.address, duration="300", num_retry="2",
+    )
     assert status == 502, answer
     assert f"{idle_server.address} returned an empty trace" in answer["error"]
     assert "(3 attempts)" in answer["error"] and seconds >= 0.9
@@ -289,9 +264,9 @@ def test_keras_callback_profile_is_listed_with_steps(board: Server) -> None:
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES=""),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    runs = [r for r in get_json(board, "/runs") if r.startswith("keras/")]  # type: ignore[union-attr]
+    runs = [r for r in board.get_json("runs") if r.startswith("keras/")]
     assert len(runs) == 1 and runs[0].startswith("keras/train/"), runs
-    (host,) = get_json(board, f"/hosts?run={runs[0]}&tag=overview_page")  # type: ignore[misc]
+    (host,) = board.get_json("hosts", run=runs[0], tag="overview_page")
     steps = overview_steps(board, runs[0], host)
     # profile_batch=(2, 6) traces batches 2..6: five executions of Keras's step function,
     # which the overview infers as the steps (Keras 3 records no step markers).

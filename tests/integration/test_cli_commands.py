@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures import DATA_DIR
+from tests.fixtures import DATA_DIR, FIXTURES
 from tests.integration.conftest import Server
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = ["keras_fit", "custom_loop", "tfdata_slow", "tfdata_parallel", "two_hosts"]
 CATEGORIES = ["device_compute", "device_to_device", "device_collectives", "host_compute",
               "kernel_launch", "input", "output", "compilation", "all_others"]
 
@@ -51,9 +50,7 @@ def _route(server: Server, route: str, **params: str) -> tuple[int, bytes]:
 
 
 def _run_of(server: Server, fixture: str) -> str:
-    status, body = _route(server, "runs")
-    assert status == 200
-    return next(r for r in json.loads(body) if r.startswith(fixture + "/"))
+    return next(r for r in server.get_json("runs") if r.startswith(fixture + "/"))
 
 
 def _same_doc(cli_doc: dict, route_doc: dict) -> None:
@@ -67,9 +64,7 @@ def test_summary_json_is_the_data_routes_overview(
     server: Server, tmp_path: Path, fixture: str
 ) -> None:
     run = _run_of(server, fixture)
-    status, body = _route(server, "hosts", run=run, tag="overview_page")
-    assert status == 200
-    hosts = json.loads(body)
+    hosts = server.get_json("hosts", run=run, tag="overview_page")
     assert hosts
     path = str(server.logdir / fixture)
     for host in hosts:
@@ -115,12 +110,8 @@ def test_diff_slow_vs_parallel_names_input_time(server: Server, tmp_path: Path) 
     result = tb_profile(tmp_path, "diff", slow, parallel, "--json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    docs = []
-    for fixture in ("tfdata_slow", "tfdata_parallel"):
-        status, body = _route(server, "data", run=_run_of(server, fixture), tag="overview_page")
-        assert status == 200
-        docs.append(json.loads(body))
-    before, after = docs
+    before, after = (server.get_json("data", run=_run_of(server, fixture), tag="overview_page")
+                     for fixture in ("tfdata_slow", "tfdata_parallel"))
     assert doc["step_time_ms"]["a"] == before["step_time_ms"]["avg"]
     assert doc["step_time_ms"]["b"] == after["step_time_ms"]["avg"]
     assert doc["step_time_ms"]["delta"] < 0
@@ -150,9 +141,7 @@ def test_diff_slow_vs_parallel_names_input_time(server: Server, tmp_path: Path) 
 
 def test_compare_route_serves_the_diff(server: Server, tmp_path: Path) -> None:
     run_a, run_b = _run_of(server, "tfdata_slow"), _run_of(server, "tfdata_parallel")
-    status, body = _route(server, "compare", run_a=run_a, run_b=run_b)
-    assert status == 200, body
-    route_doc = json.loads(body)
+    route_doc = server.get_json("compare", run_a=run_a, run_b=run_b)
     cli = tb_profile(tmp_path, "diff", str(server.logdir / "tfdata_slow"),
                      str(server.logdir / "tfdata_parallel"), "--json")
     cli_doc = json.loads(cli.stdout)
@@ -161,16 +150,13 @@ def test_compare_route_serves_the_diff(server: Server, tmp_path: Path) -> None:
         route_doc[side]["run"] = cli_doc[side]["run"]
     assert route_doc == cli_doc
     two = _run_of(server, "two_hosts")
-    status, body = _route(server, "compare", run_a=two, run_b=two)
-    assert status == 200, body
-    same = json.loads(body)
+    same = server.get_json("compare", run_a=two, run_b=two)
     assert same["a"]["host"] == "ALL_HOSTS" and same["step_time_ms"]["delta"] == 0
     assert _route(server, "compare", run_a="nope", run_b=run_b)[0] == 404
     assert _route(server, "compare", run_a=run_a, run_b=run_b, host_b="../x")[0] == 400
     assert _route(server, "compare", run_a=run_a, run_b=run_b, host_b="nohost")[0] == 404
-    status, body = _route(server, "compare", run_a=run_a, run_b=two)
-    assert status == 200, body
-    mixed = json.loads(body)  # no host of the same name: B over all its hosts, and said so
+    # no host of the same name: B over all its hosts, and said so
+    mixed = server.get_json("compare", run_a=run_a, run_b=two)
     assert mixed["a"]["host"] == "vm" and mixed["b"]["host"] == "ALL_HOSTS"
     assert any("no host of the same name" in m for m in mixed["diagnostics"]["info"])
 
@@ -181,9 +167,8 @@ def test_view_json_and_csv_equal_the_routes(server: Server, tmp_path: Path) -> N
     as_json = tb_profile(tmp_path, "view", path, "tensorflow_stats", "--json",
                          "--param", "include_idle=false")
     assert as_json.returncode == 0, as_json.stderr
-    status, body = _route(server, "data", run=run, tag="tensorflow_stats", host="vm",
-                          include_idle="false")
-    _same_doc(json.loads(as_json.stdout), json.loads(body))
+    _same_doc(json.loads(as_json.stdout), server.get_json(
+        "data", run=run, tag="tensorflow_stats", host="vm", include_idle="false"))
     as_csv = tb_profile(tmp_path, "view", path, "overview_page", "--csv")
     assert as_csv.returncode == 0, as_csv.stderr
     status, body = _route(server, "data_csv", run=run, tag="overview_page", host="vm",

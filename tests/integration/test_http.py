@@ -12,37 +12,27 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tb_profile_plugin.xspace.decode import decode_xspace
-from tests.fixtures import DATA_DIR
+from tests.fixtures import fixture_run, session_dir
 from tests.integration.conftest import Server
 
-FIXTURE_RUNS = {
-    "keras_fit/train": "keras_fit/train/plugins/profile",
-    "custom_loop": "custom_loop/plugins/profile",
-    "tfdata_slow": "tfdata_slow/plugins/profile",
-    "tfdata_parallel": "tfdata_parallel/plugins/profile",
-    "two_hosts": "two_hosts/plugins/profile",
-}
-
-
-def _json(server: Server, route: str) -> tuple[int, object]:
-    status, _, body = server.get(route)
-    return status, json.loads(body)
+# The run prefix of each fixture: keras_fit's run is keras_fit/train/<session>.
+RUN_PREFIXES = ("keras_fit/train", "custom_loop", "tfdata_slow", "tfdata_parallel", "two_hosts")
 
 
 def _query(**params: str) -> str:
     return urllib.parse.urlencode(params)
 
 
-def _run_name(prefix: str) -> str:
-    session = next((DATA_DIR / FIXTURE_RUNS[prefix]).iterdir()).name
-    return f"{prefix}/{session}"
+def _host(prefix: str) -> str:
+    """The host of a one-host fixture run."""
+    return next(session_dir(prefix).glob("*.xplane.pb")).name.removesuffix(".xplane.pb")
 
 
 def test_runs_lists_every_fixture_newest_first(server: Server) -> None:
-    status, runs = _json(server, "/runs")
+    status, runs = server.fetch_json("runs")
     assert status == 200
-    for prefix in FIXTURE_RUNS:
-        assert _run_name(prefix) in runs
+    for prefix in RUN_PREFIXES:
+        assert fixture_run(prefix) in runs
     # Runs without any host file are not offered; bad files still are (their views explain).
     assert not any(r.startswith("no_xplane") for r in runs)
     sessions = [r.rsplit("/", 1)[-1] for r in runs]
@@ -50,31 +40,26 @@ def test_runs_lists_every_fixture_newest_first(server: Server) -> None:
 
 
 def test_hosts_of_two_host_run(server: Server) -> None:
-    run = _run_name("two_hosts")
-    status, hosts = _json(server, "/hosts?" + _query(run=run, tag="profile_info"))
+    run = fixture_run("two_hosts")
+    status, hosts = server.fetch_json("hosts", run=run, tag="profile_info")
     assert status == 200
     assert hosts[0] == "ALL_HOSTS"
     assert len(hosts) == 3
-    files = sorted(
-        p.name.removesuffix(".xplane.pb")
-        for p in (DATA_DIR / FIXTURE_RUNS["two_hosts"]).glob("*/*.xplane.pb")
-    )
+    files = sorted(p.name.removesuffix(".xplane.pb")
+                   for p in session_dir("two_hosts").glob("*.xplane.pb"))
     assert hosts[1:] == files
 
 
-@pytest.mark.parametrize("prefix", sorted(FIXTURE_RUNS))
+@pytest.mark.parametrize("prefix", sorted(RUN_PREFIXES))
 def test_profile_info_counts_every_event(server: Server, prefix: str) -> None:
-    run = _run_name(prefix)
-    status, tools = _json(server, "/run_tools?" + _query(run=run))
+    run = fixture_run(prefix)
+    status, tools = server.fetch_json("run_tools", run=run)
     assert status == 200 and "profile_info" in tools
-    session_dir = next((DATA_DIR / FIXTURE_RUNS[prefix]).iterdir())
     expected = sum(
-        decode_xspace(p.read_bytes()).num_events for p in session_dir.glob("*.xplane.pb")
+        decode_xspace(p.read_bytes()).num_events for p in session_dir(prefix).glob("*.xplane.pb")
     )
-    host = "ALL_HOSTS" if prefix == "two_hosts" else "vm"
-    if prefix != "two_hosts":
-        host = next(session_dir.glob("*.xplane.pb")).name.removesuffix(".xplane.pb")
-    status, doc = _json(server, "/data?" + _query(run=run, tag="profile_info", host=host))
+    host = "ALL_HOSTS" if prefix == "two_hosts" else _host(prefix)
+    status, doc = server.fetch_json("data", run=run, tag="profile_info", host=host)
     assert status == 200
     assert doc["tool"] == "profile_info" and doc["run"] == run and doc["host"] == host
     assert set(doc["diagnostics"]) == {"errors", "warnings", "info"}
@@ -82,9 +67,8 @@ def test_profile_info_counts_every_event(server: Server, prefix: str) -> None:
 
 
 def test_responses_are_gzipped_when_accepted(server: Server) -> None:
-    run = _run_name("keras_fit/train")
-    host = next((DATA_DIR / FIXTURE_RUNS["keras_fit/train"]).glob("*/*.xplane.pb")).stem
-    route = "/data?" + _query(run=run, tag="profile_info", host=host.removesuffix(".xplane"))
+    run = fixture_run("keras_fit/train")
+    route = "/data?" + _query(run=run, tag="profile_info", host=_host("keras_fit/train"))
     status, headers, body = server.get(route, {"Accept-Encoding": "gzip"})
     assert status == 200
     assert headers["Content-Encoding"] == "gzip"
@@ -92,9 +76,9 @@ def test_responses_are_gzipped_when_accepted(server: Server) -> None:
 
 
 def test_csv_table(server: Server) -> None:
-    run = _run_name("custom_loop")
-    host = next((DATA_DIR / FIXTURE_RUNS["custom_loop"]).glob("*/*.xplane.pb")).name
-    route = "/data_csv?" + _query(run=run, tag="profile_info", host=host[:-10], table="lines")
+    run = fixture_run("custom_loop")
+    route = "/data_csv?" + _query(run=run, tag="profile_info", host=_host("custom_loop"),
+                                  table="lines")
     status, headers, body = server.get(route)
     assert status == 200
     assert headers["Content-Type"].startswith("text/csv")
@@ -145,33 +129,30 @@ def test_bad_input_is_explained_and_server_stays_up(
 
 
 def test_host_with_slash_in_real_run(server: Server) -> None:
-    run = _run_name("custom_loop")
-    status, doc = _json(server, "/data?" + _query(run=run, tag="profile_info", host="a/../b"))
+    run = fixture_run("custom_loop")
+    status, doc = server.fetch_json("data", run=run, tag="profile_info", host="a/../b")
     assert status == 400 and "host" in doc["error"]
 
 
 def test_unknown_view_and_missing_tag(server: Server) -> None:
-    run = _run_name("custom_loop")
-    status, doc = _json(server, "/data?" + _query(run=run, tag="no_such_view"))
+    run = fixture_run("custom_loop")
+    status, doc = server.fetch_json("data", run=run, tag="no_such_view")
     assert status == 404 and "unknown view" in doc["error"]
-    status, doc = _json(server, "/data?" + _query(run=run))
+    status, doc = server.fetch_json("data", run=run)
     assert status == 400 and "tag" in doc["error"]
 
 
 def test_space_without_events_explains_itself(server: Server) -> None:
-    status, doc = _json(
-        server,
-        "/data?" + _query(run="no_events/2020_01_01_00_00_00", tag="profile_info", host="quiet"),
-    )
+    status, doc = server.fetch_json(
+        "data", run="no_events/2020_01_01_00_00_00", tag="profile_info", host="quiet")
     assert status == 200
     assert doc["total_events"] == 0
     assert any("no events" in w for w in doc["diagnostics"]["warnings"])
 
 
 def test_32_concurrent_requests_for_one_cold_profile(server: Server) -> None:
-    run = _run_name("tfdata_parallel")
-    host = next((DATA_DIR / FIXTURE_RUNS["tfdata_parallel"]).glob("*/*.xplane.pb")).name[:-10]
-    route = "/data?" + _query(run=run, tag="profile_info", host=host)
+    run = fixture_run("tfdata_parallel")
+    route = "/data?" + _query(run=run, tag="profile_info", host=_host("tfdata_parallel"))
     with ThreadPoolExecutor(32) as pool:
         results = list(pool.map(lambda _: server.get(route), range(32)))
     assert [status for status, _, _ in results] == [200] * 32
@@ -179,18 +160,18 @@ def test_32_concurrent_requests_for_one_cold_profile(server: Server) -> None:
 
 
 def test_analysis_views_over_http(server: Server) -> None:
-    run = _run_name("tfdata_slow")
-    host = next((DATA_DIR / FIXTURE_RUNS["tfdata_slow"]).glob("*/*.xplane.pb")).name[:-10]
-    status, tools = _json(server, "/run_tools?" + _query(run=run))
+    run = fixture_run("tfdata_slow")
+    host = _host("tfdata_slow")
+    status, tools = server.fetch_json("run_tools", run=run)
     assert status == 200
     assert tools == [
         "overview_page", "input_pipeline_analyzer", "tensorflow_stats", "trace_viewer",
         "memory_profile", "tf_data_bottleneck_analysis", "profile_info"]
-    status, overview = _json(server, "/data?" + _query(run=run, tag="overview_page", host=host))
+    status, overview = server.fetch_json("data", run=run, tag="overview_page", host=host)
     assert status == 200 and overview["tool"] == "overview_page"
     assert len(overview["steps"]) == 6 and overview["bottleneck"]["input_bound"] == "highly"
-    status, pipeline = _json(
-        server, "/data?" + _query(run=run, tag="input_pipeline_analyzer", host=host))
+    status, pipeline = server.fetch_json(
+        "data", run=run, tag="input_pipeline_analyzer", host=host)
     assert status == 200 and pipeline["input_ops"][0]["op_name"] == "Iterator::Root::BatchV2::Map"
     status, headers, body = server.get(
         "/data_csv?" + _query(run=run, tag="overview_page", host=host, table="steps"))
@@ -203,11 +184,11 @@ def test_analysis_views_over_http(server: Server) -> None:
 
 
 def test_analysis_views_of_unreadable_and_empty_profiles(server: Server) -> None:
-    status, doc = _json(server, "/data?" + _query(
-        run="bad_truncated/2020_01_01_00_00_00", tag="overview_page", host="h"))
+    status, doc = server.fetch_json(
+        "data", run="bad_truncated/2020_01_01_00_00_00", tag="overview_page", host="h")
     assert status == 422 and "truncated" in doc["error"]
-    status, tools = _json(server, "/run_tools?" + _query(run="no_events/2020_01_01_00_00_00"))
+    status, tools = server.fetch_json("run_tools", run="no_events/2020_01_01_00_00_00")
     assert tools == ["profile_info"]
-    status, doc = _json(server, "/data?" + _query(
-        run="no_events/2020_01_01_00_00_00", tag="overview_page", host="quiet"))
+    status, doc = server.fetch_json(
+        "data", run="no_events/2020_01_01_00_00_00", tag="overview_page", host="quiet")
     assert status == 404 and "no data" in doc["error"]

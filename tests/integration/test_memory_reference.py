@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from tb_profile_plugin.tools import registry
-from tb_profile_plugin.xspace.decode import decode_xspace
-from tests.fixtures import DATA_DIR
+from tests.fixtures import DATA_DIR, build_view, fixture_run
 from tests.integration.conftest import Server
 
 REFERENCE = json.loads((DATA_DIR / "reference" / "xprof_2.24.2_memory.json").read_text())
@@ -29,10 +27,7 @@ STEP_DIFFERENCES = {"tfdata_parallel": {36, 37}}
 
 
 def _doc(fixture: str, **params: str) -> dict[str, Any]:
-    path = DATA_DIR / FIXTURES[fixture]["xplane"]
-    request = registry.ViewRequest("run", path.stem, {path.stem: decode_xspace(path.read_bytes())},
-                                   params)
-    return registry.VIEWS["memory_profile"].build(request)
+    return build_view("memory_profile", DATA_DIR / FIXTURES[fixture]["xplane"], **params)
 
 
 @pytest.mark.parametrize("fixture", sorted(FIXTURES))
@@ -87,12 +82,9 @@ def test_every_snapshot_equals_reference(fixture: str) -> None:
 
 
 def test_memory_profile_over_http(server: Server) -> None:
-    status, _, body = server.get("/runs")
-    run = next(r for r in json.loads(body) if r.startswith("tfdata_slow"))
-    status, _, body = server.get(f"/run_tools?run={run}")
-    assert status == 200 and "memory_profile" in json.loads(body)
-    status, _, body = server.get(f"/hosts?run={run}&tag=memory_profile")
-    (host,) = json.loads(body)
+    run = fixture_run("tfdata_slow")
+    assert "memory_profile" in server.get_json("run_tools", run=run)
+    (host,) = server.get_json("hosts", run=run, tag="memory_profile")
     base = f"/data?run={run}&tag=memory_profile&host={host}"
     status, headers, body = server.get(base)
     assert status == 200, body

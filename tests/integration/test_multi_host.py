@@ -7,25 +7,17 @@ ALL_HOSTS conversion of the same two files; the project never imports it.
 from __future__ import annotations
 
 import json
-import urllib.parse
-from typing import Any
 
 import pytest
 
-from tests.fixtures import DATA_DIR
+from tests.fixtures import DATA_DIR, fixture_run, session_dir
 from tests.integration.conftest import Server
 
 REFERENCE = json.loads((DATA_DIR / "reference" / "xprof_2.24.2_multihost.json").read_text())
-SESSION_DIR = next((DATA_DIR / "two_hosts" / "plugins" / "profile").iterdir())
-RUN = f"two_hosts/{SESSION_DIR.name}"
-HOSTS = sorted(p.name.removesuffix(".xplane.pb") for p in SESSION_DIR.glob("*.xplane.pb"))
+RUN = fixture_run("two_hosts")
+HOSTS = sorted(p.name.removesuffix(".xplane.pb")
+               for p in session_dir("two_hosts").glob("*.xplane.pb"))
 COMBINING_VIEWS = ["overview_page", "input_pipeline_analyzer", "tensorflow_stats", "pod_viewer"]
-
-
-def _get(server: Server, route: str, **params: str) -> Any:
-    status, _, body = server.get(f"/{route}?" + urllib.parse.urlencode(params))
-    assert status == 200, body
-    return json.loads(body)
 
 
 def _numbers(names: list[str]) -> list[int]:
@@ -38,13 +30,13 @@ def _reference_step_numbers(host: str) -> list[int]:
 
 
 def test_both_hosts_and_all_hosts_are_offered(server: Server) -> None:
-    assert "pod_viewer" in _get(server, "run_tools", run=RUN)
+    assert "pod_viewer" in server.get_json("run_tools", run=RUN)
     for view in COMBINING_VIEWS:
-        assert _get(server, "hosts", run=RUN, tag=view) == ["ALL_HOSTS", *HOSTS], view
+        assert server.get_json("hosts", run=RUN, tag=view) == ["ALL_HOSTS", *HOSTS], view
 
 
 def test_all_hosts_overview_agrees_with_the_reference(server: Server) -> None:
-    doc = _get(server, "data", run=RUN, tag="overview_page", host="ALL_HOSTS")
+    doc = server.get_json("data", run=RUN, tag="overview_page", host="ALL_HOSTS")
     assert len(doc["steps"]) == REFERENCE["num_steps"] == 127
     ref = REFERENCE["step_time_max_over_hosts_ms"]
     for key in ("avg", "stddev", "min", "max"):
@@ -62,20 +54,20 @@ def test_all_hosts_overview_agrees_with_the_reference(server: Server) -> None:
 
 
 def test_all_hosts_input_pipeline_has_the_common_steps(server: Server) -> None:
-    doc = _get(server, "data", run=RUN, tag="input_pipeline_analyzer", host="ALL_HOSTS")
+    doc = server.get_json("data", run=RUN, tag="input_pipeline_analyzer", host="ALL_HOSTS")
     assert len(doc["steps"]) == REFERENCE["input_pipeline_num_step_rows"]
     assert doc["multi_host"]["num_common_steps"] == 127
 
 
 def test_pod_viewer_has_every_common_step_for_both_hosts(server: Server) -> None:
-    doc = _get(server, "data", run=RUN, tag="pod_viewer", host="ALL_HOSTS")
+    doc = server.get_json("data", run=RUN, tag="pod_viewer", host="ALL_HOSTS")
     assert doc["hosts"] == HOSTS
     assert doc["num_steps"] == len(doc["steps"]) == REFERENCE["num_steps"]
     for host in HOSTS:
         numbers = [next(c["step_num"] for c in s["hosts"] if c["host"] == host)
                    for s in doc["steps"]]
         assert numbers == _reference_step_numbers(host), host
-    overview = _get(server, "data", run=RUN, tag="overview_page", host="ALL_HOSTS")
+    overview = server.get_json("data", run=RUN, tag="overview_page", host="ALL_HOSTS")
     for step, row in zip(doc["steps"], overview["steps"], strict=True):
         slowest = max(step["hosts"], key=lambda c: c["step_time_us"])
         assert slowest["step_time_us"] / 1000 == pytest.approx(row["step_time_ms"])
@@ -85,5 +77,5 @@ def test_pod_viewer_has_every_common_step_for_both_hosts(server: Server) -> None
 
 
 def test_one_host_of_the_run_alone(server: Server) -> None:
-    doc = _get(server, "data", run=RUN, tag="overview_page", host=HOSTS[0])
+    doc = server.get_json("data", run=RUN, tag="overview_page", host=HOSTS[0])
     assert "multi_host" not in doc and len(doc["steps"]) == 170

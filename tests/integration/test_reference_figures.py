@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from tb_profile_plugin.tools import registry
-from tb_profile_plugin.xspace.decode import decode_xspace
-from tests.fixtures import DATA_DIR
+from tests.fixtures import DATA_DIR, build_view
 
 REFERENCE = json.loads((DATA_DIR / "reference" / "xprof_2.24.2.json").read_text())["fixtures"]
 WITH_STEPS = sorted(name for name, f in REFERENCE.items() if f["num_steps"] > 0)
@@ -28,10 +26,7 @@ CATEGORY_KEYS = {  # reference key -> our category
 
 
 def _view(name: str, fixture: str) -> dict[str, Any]:
-    path = DATA_DIR / REFERENCE[fixture]["xplane"]
-    profile = decode_xspace(path.read_bytes())
-    request = registry.ViewRequest("run", path.stem, {path.stem: profile}, {})
-    return registry.VIEWS[name].build(request)
+    return build_view(name, DATA_DIR / REFERENCE[fixture]["xplane"])
 
 
 def _close(ours: float, theirs: float, relative: float = 0.02) -> bool:

@@ -6,18 +6,14 @@ import json
 
 import pytest
 
-from tb_profile_plugin.tools import registry
-from tb_profile_plugin.xspace.decode import decode_xspace
-from tests.fixtures import DATA_DIR
+from tests.fixtures import DATA_DIR, build_view
 
 REFERENCE = json.loads((DATA_DIR / "reference" / "xprof_2.24.2.json").read_text())["fixtures"]
 
 
 def _stats(fixture: str, include_idle: str = "true") -> dict:
     path = DATA_DIR / REFERENCE[fixture]["xplane"]
-    profile = decode_xspace(path.read_bytes())
-    request = registry.ViewRequest("run", "h", {"h": profile}, {"include_idle": include_idle})
-    return registry.VIEWS["tensorflow_stats"].build(request)
+    return build_view("tensorflow_stats", path, include_idle=include_idle)
 
 
 @pytest.mark.parametrize("fixture", sorted(REFERENCE))

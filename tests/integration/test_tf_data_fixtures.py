@@ -8,29 +8,26 @@ no tf.data tool to compare with, so the checks are the guide's expectations.
 
 from __future__ import annotations
 
-import json
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.decode import decode_xspace
-from tests.fixtures import DATA_DIR
+from tests.fixtures import DATA_DIR, build_view, fixture_run
 from tests.integration.conftest import Server
 
 VIEW = "tf_data_bottleneck_analysis"
 
 
-def _path(fixture: str) -> Any:
+def _path(fixture: str) -> Path:
     return next((DATA_DIR / fixture).glob("**/*.xplane.pb"))
 
 
 def _doc(fixture: str) -> dict[str, Any]:
-    path = _path(fixture)
-    request = registry.ViewRequest(fixture, path.stem, {path.stem: decode_xspace(
-        path.read_bytes())}, {})
-    return registry.VIEWS[VIEW].build(request)
+    return build_view(VIEW, _path(fixture))
 
 
 def test_sequential_map_is_the_bottleneck_of_tfdata_slow() -> None:
@@ -93,15 +90,10 @@ def test_runs_without_tf_data_do_not_offer_the_view(fixture: str) -> None:
 
 
 def test_view_over_http(server: Server) -> None:
-    session = next((DATA_DIR / "tfdata_slow/plugins/profile").iterdir()).name
-    run = f"tfdata_slow/{session}"
+    run = fixture_run("tfdata_slow")
     host = _path("tfdata_slow").name.removesuffix(".xplane.pb")
-    status, _, body = server.get("/run_tools?" + urllib.parse.urlencode({"run": run}))
-    assert status == 200 and VIEW in json.loads(body)
-    status, _, body = server.get("/data?" + urllib.parse.urlencode(
-        {"run": run, "tag": VIEW, "host": host}))
-    assert status == 200
-    doc = json.loads(body)
+    assert VIEW in server.get_json("run_tools", run=run)
+    doc = server.get_json("data", run=run, tag=VIEW, host=host)
     assert doc["tool"] == VIEW and doc["summary"]["iterator_name"] == "Map"
     status, headers, body = server.get("/data_csv?" + urllib.parse.urlencode(
         {"run": run, "tag": VIEW, "host": host, "table": "bottlenecks"}))

@@ -8,35 +8,24 @@ capture runs in `scripts/bench.py --trace` (too slow for CI).
 
 from __future__ import annotations
 
-import json
-import urllib.parse
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tb_profile_plugin.xspace.pb import xplane_pb2
-from tests.fixtures import DATA_DIR
+from tests.fixtures import fixture_run, session_dir
 from tests.integration.conftest import Server
 
-# (run prefix, fixture dir, host): two_hosts is checked as ALL_HOSTS (both files, one axis)
+# (run prefix, host): two_hosts is checked as ALL_HOSTS (both files, one axis)
 CASES = [
-    ("keras_fit/train", "keras_fit/train/plugins/profile", "vm"),
-    ("custom_loop", "custom_loop/plugins/profile", "vm"),
-    ("tfdata_slow", "tfdata_slow/plugins/profile", "vm"),
-    ("tfdata_parallel", "tfdata_parallel/plugins/profile", "vm"),
-    ("two_hosts", "two_hosts/plugins/profile", "ALL_HOSTS"),
+    ("keras_fit/train", "vm"),
+    ("custom_loop", "vm"),
+    ("tfdata_slow", "vm"),
+    ("tfdata_parallel", "vm"),
+    ("two_hosts", "ALL_HOSTS"),
 ]
 _PS_PER_MS = 10**9
-
-
-def _session(fixture: str) -> Path:
-    return next((DATA_DIR / fixture).iterdir())
-
-
-def _get(server: Server, route: str, **params: object) -> tuple[int, dict]:
-    status, _, body = server.get(f"/{route}?" + urllib.parse.urlencode(params))
-    return status, json.loads(body)
 
 
 def _absolute_events_ps(path: Path) -> tuple[list[int], list[int]]:
@@ -58,18 +47,16 @@ def _absolute_events_ps(path: Path) -> tuple[list[int], list[int]]:
     return starts, ends
 
 
-@pytest.mark.parametrize("prefix,fixture,host", CASES, ids=[c[0] for c in CASES])
-def test_every_event_and_every_1ms_window(server: Server, prefix: str, fixture: str,
-                                          host: str) -> None:
-    session = _session(fixture)
-    run = f"{prefix}/{session.name}"
-    files = sorted(session.glob("*.xplane.pb"))
+@pytest.mark.parametrize("prefix,host", CASES, ids=[c[0] for c in CASES])
+def test_every_event_and_every_1ms_window(server: Server, prefix: str, host: str) -> None:
+    run = fixture_run(prefix)
+    files = sorted(session_dir(prefix).glob("*.xplane.pb"))
     parts = [_absolute_events_ps(f) for f in files]
     origin = min(min(p[0]) for p in parts)  # Python ints: absolute ps overflow int64
     start = np.array([s - origin for p in parts for s in p[0]], np.int64)
     end = np.array([e - origin for p in parts for e in p[1]], np.int64)
 
-    status, whole = _get(server, "data", run=run, tag="trace_viewer", host=host)
+    status, whole = server.fetch_json("data", run=run, tag="trace_viewer", host=host)
     assert status == 200, whole
     assert whole["total_events"] == len(start)
     assert whole["derived_events"] == 0
@@ -87,7 +74,7 @@ def test_every_event_and_every_1ms_window(server: Server, prefix: str, fixture: 
 
     for k in range(int(end.max()) // _PS_PER_MS + 1):
         a, b = k * _PS_PER_MS, (k + 1) * _PS_PER_MS
-        status, doc = _get(server, "data", run=run, tag="trace_viewer", host=host,
+        status, doc = server.fetch_json("data", run=run, tag="trace_viewer", host=host,
                            start_time_ms=k, end_time_ms=k + 1, resolution=_PS_PER_MS)
         assert status == 200
         expected = int(np.count_nonzero((start <= b) & (end >= a)))
@@ -99,17 +86,13 @@ def test_every_event_and_every_1ms_window(server: Server, prefix: str, fixture: 
         assert len(doc["events"]["id"]) == expected
 
 
-def _run(prefix: str, fixture: str) -> str:
-    return f"{prefix}/{_session(fixture).name}"
-
-
 def test_details_flows_and_search(server: Server) -> None:
-    run = _run("tfdata_parallel", "tfdata_parallel/plugins/profile")
-    status, found = _get(server, "trace_search", run=run, host="vm", q="prefetchproduce",
+    run = fixture_run("tfdata_parallel")
+    status, found = server.fetch_json("trace_search", run=run, host="vm", q="prefetchproduce",
                          index=1)
     assert status == 200 and found["total_matches"] == 8 and found["index"] == 1
     match = found["match"]
-    status, details = _get(server, "trace_event", run=run, host="vm", event_id=match["id"])
+    status, details = server.fetch_json("trace_event", run=run, host="vm", event_id=match["id"])
     assert status == 200
     assert details["event"]["name"] == "PrefetchProduce"
     assert details["event"]["start_us"] == match["start_us"]
@@ -119,7 +102,7 @@ def test_details_flows_and_search(server: Server) -> None:
     consumer = details["flows"][0]
     assert consumer["start_us"] >= match["start_us"]
     # the event is in a window around it, with the same id
-    status, doc = _get(server, "data", run=run, tag="trace_viewer", host="vm",
+    status, doc = server.fetch_json("data", run=run, tag="trace_viewer", host="vm",
                        start_time_ms=match["start_us"] / 1000,
                        end_time_ms=match["start_us"] / 1000 + 0.01)
     assert match["id"] in doc["events"]["id"]
@@ -137,7 +120,7 @@ def test_details_flows_and_search(server: Server) -> None:
     ("trace_search", {"q": "train", "host": "nohost"}, 404),
 ])
 def test_bad_requests(server: Server, route: str, params: dict[str, str], code: int) -> None:
-    run = _run("custom_loop", "custom_loop/plugins/profile")
-    status, body = _get(server, route, **{"run": run, "host": "vm", **params})
+    run = fixture_run("custom_loop")
+    status, body = server.fetch_json(route, **{"run": run, "host": "vm", **params})
     assert status == code and "error" in body
-    assert _get(server, "runs")[0] == 200  # still serving
+    assert server.fetch_json("runs")[0] == 200  # still serving
