@@ -60,6 +60,7 @@ class LineBuilder:
     def event(
         self,
         name: str,
+        /,
         offset_ps: int = 0,
         duration_ps: int = 0,
         display_name: str = "",
@@ -80,6 +81,7 @@ class LineBuilder:
     def kernel(
         self,
         name: str,
+        /,
         offset_ps: int,
         duration_ps: int,
         correlation_id: int,
@@ -177,6 +179,12 @@ class PlaneBuilder:
     def plane_stat(self, name: str, value: object) -> None:
         self.set_stat(self._plane.stats.add(), name, value)
 
+    def metadata_stats(self, event_name: str, display_name: str = "", **stats: object) -> None:
+        """Stats on an event's XEventMetadata (XLA on TPU writes op facts there)."""
+        meta = self._plane.event_metadata[self.event_metadata_id(event_name, display_name)]
+        for key, value in stats.items():
+            self.set_stat(meta.stats.add(), key, value)
+
 
 class XSpaceBuilder:
     def __init__(self, hostnames: list[str] | None = None) -> None:
@@ -209,3 +217,27 @@ class XSpaceBuilder:
 
     def serialize(self) -> bytes:
         return self.space.SerializeToString()
+
+
+def rocm_kernel_details(
+    grid: tuple[int, int, int] = (1, 1, 1),
+    block: tuple[int, int, int] = (256, 1, 1),
+    private_bytes: int = 0,
+    group_bytes: int = 0,
+    occupancy_percent: int = 50,
+) -> str:
+    """`kernel_details` as the ROCm tracer writes it (leading space; `group_mem` = LDS bytes)."""
+    return (
+        f" grid:{','.join(map(str, grid))} block:{','.join(map(str, block))} "
+        f"private_mem:{private_bytes} group_mem:{group_bytes} occ_pct:{occupancy_percent}"
+    )
+
+
+def stats_plane(
+    builder: XSpaceBuilder, name: str, plane_id: int | None = None, **stats: object
+) -> PlaneBuilder:
+    """A plane named `name` with the given plane stats (device_vendor="AMD", ...)."""
+    plane = builder.plane(name, plane_id)
+    for key, value in stats.items():
+        plane.plane_stat(key, value)
+    return plane

@@ -1,7 +1,8 @@
 """All events of a profile as one flat table of columns, the input of every analysis.
 
-Lines of all planes are concatenated (derived lines, whose ids are >= 0xDEADBEEF, are left
-out: they repeat what real lines hold). Each event keeps its plane and line index, its start
+Lines of all planes are concatenated, but only the lines that hold real events
+(xspace/producers.py `LineKind.holds_events`: derived lines in any id form repeat what real lines
+hold) and not CUSTOM planes. Each event keeps its plane and line index, its start
 and end in ps (from `Profile.origin_ns`), and the row of its name in a profile-wide name
 table. Stats are looked up by name and returned as dense per-event columns.
 """
@@ -13,7 +14,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
-from tb_profile_plugin.xspace.schema import StatKind, is_derived_line
+from tb_profile_plugin.xspace.producers import (
+    CanonicalColumns,
+    PlaneKind,
+    TextIndex,
+    canonical_columns,
+    is_accelerator_plane,
+    kind_of,
+    plane_kind,
+    str_codes,
+)
 
 
 @dataclass
@@ -30,6 +40,7 @@ class EventTable:
     name_id: np.ndarray  # int64 (index into self.names)
     names: list[str]  # profile-wide unique event names
     _stat_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    _canonical: CanonicalColumns | None = None
 
     def __len__(self) -> int:
         return len(self.start_ps)
@@ -71,48 +82,29 @@ class EventTable:
         return out
 
     def str_stat_codes(self, stat_name: str) -> tuple[np.ndarray, list[str]]:
-        """A str/ref stat as categorical codes: (code per event, -1 where absent; the texts).
-
-        Vectorised: each line's values are padded into a fixed-width byte matrix and
-        deduplicated with numpy, so millions of kernels cost no Python loop per event.
-        """
+        """A str/ref stat as categorical codes: (code per event, -1 where absent; the texts)."""
         codes = np.full(len(self), -1, np.int64)
-        texts: list[str] = []
-        index: dict[str, int] = {}
+        index = TextIndex()
         for k, (plane, line) in enumerate(self.lines):
-            stat_id = plane.stat_metadata.id_of(stat_name)
-            if stat_id is None:
-                continue
-            stats = line.stats
-            sel = stats.rows_with(stat_id)
-            if len(sel) == 0:
-                continue
-            rows = self.line_bounds[k] + stats.row[sel]
-            kind = stats.kind[sel]
-            is_ref = kind == StatKind.REF
-            if is_ref.any():
-                ref_ids = stats.value[sel][is_ref]
-                uniq, inverse = np.unique(ref_ids, return_inverse=True)
-                local = np.array([index.setdefault(
-                    plane.stat_metadata.name_of(int(r)) or "", len(index)) for r in uniq])
-                codes[rows[is_ref]] = local[inverse.ravel()]
-            is_str = kind == StatKind.STR
-            if is_str.any():
-                offsets = stats.value[sel][is_str]
-                lengths = stats.length[sel][is_str].astype(np.int64)
-                width = max(int(lengths.max()), 1)
-                matrix = np.zeros((len(offsets), width), np.uint8)
-                cols = np.arange(width)
-                mask = cols[None, :] < lengths[:, None]
-                source = np.where(mask, offsets[:, None] + cols[None, :], 0)
-                matrix[mask] = stats.strings[source[mask]]
-                fixed = matrix.view(f"S{width}").ravel()
-                uniq, inverse = np.unique(fixed, return_inverse=True)
-                local = np.array([index.setdefault(u.decode("utf-8", "replace"), len(index))
-                                  for u in uniq.tolist()])
-                codes[rows[is_str]] = local[inverse.ravel()]
-        texts = list(index)
-        return codes, texts
+            lo, hi = int(self.line_bounds[k]), int(self.line_bounds[k + 1])
+            local, texts = str_codes(line.stats, plane.stat_metadata.id_of(stat_name), hi - lo,
+                                     plane)
+            if texts:
+                codes[lo:hi] = index.codes(texts)[local]
+        return codes, index.texts
+
+    @property
+    def canonical(self) -> CanonicalColumns:
+        """Op name, type, HLO op, module and device time of every event (xspace/producers.py)."""
+        if self._canonical is None:
+            self._canonical = canonical_columns(self.lines)
+        return self._canonical
+
+    @property
+    def on_device(self) -> np.ndarray:
+        """Per event: on an accelerator plane (GPU, TPU, other device; not CUSTOM)."""
+        device = np.array([is_accelerator_plane(p.name) for p in self.profile.planes] + [False])
+        return device[self.plane_index]
 
 
 def build_event_table(profile: Profile, plane_filter: object = None) -> EventTable:
@@ -121,8 +113,10 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
     for p_index, plane in enumerate(profile.planes):
         if plane_filter is not None and not plane_filter(plane.name):  # type: ignore[operator]
             continue
+        if plane_kind(plane.name) == PlaneKind.CUSTOM:
+            continue  # e.g. a Megascale trace: shown in the trace, not a device of the analyses
         for line in plane.lines:
-            if not is_derived_line(line.id, line.name):
+            if kind_of(plane, line).holds_events:
                 chosen.append((p_index, plane, line))
     counts = np.array([len(line.events) for _, _, line in chosen], np.int64)
     bounds = np.zeros(len(chosen) + 1, np.int64)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tb_profile_plugin.analysis.device_names import device_type_name
 from tb_profile_plugin.analysis.events import build_event_table
 from tb_profile_plugin.analysis.forest import Forest, build_forest
 from tb_profile_plugin.analysis.kernel_stats import KernelStats, build_kernel_stats
@@ -26,7 +27,8 @@ from tb_profile_plugin.analysis.op_metrics import OpMetrics, build_op_metrics
 from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
 from tb_profile_plugin.xspace.model import Profile
-from tb_profile_plugin.xspace.schema import is_device_plane, is_gpu_plane
+from tb_profile_plugin.xspace.producers import PlaneKind, is_accelerator_plane, plane_kind
+from tb_profile_plugin.xspace.schema import is_gpu_plane
 
 #: Line timestamps below this (ns) are relative to the capture start, not since the epoch.
 _RELATIVE_TIMESTAMP_NS = 10**17
@@ -35,8 +37,8 @@ _RELATIVE_TIMESTAMP_NS = 10**17
 @dataclass(frozen=True)
 class RunEnvironment:
     hostnames: list[str]
-    device_type: str  # "CPU", "GPU" or the GPU model
-    device_core_count: int  # GPUs (device planes); 0 on CPU-only profiles
+    device_type: str  # "CPU", or the device's name (analysis/device_names.py)
+    device_core_count: int  # accelerator planes (GPU, TPU, other; not CUSTOM); 0 on CPU only
 
 
 @dataclass(frozen=True)
@@ -86,16 +88,21 @@ def time_base_ns(profile: Profile) -> int:
     return profile.origin_ns
 
 
+#: Which accelerator names the host when it has several kinds (GPUs first).
+_KIND_ORDER = (PlaneKind.GPU, PlaneKind.TPU, PlaneKind.OTHER_DEVICE)
+
+
 def _environment(profile: Profile) -> RunEnvironment:
-    devices = [p for p in profile.planes if is_device_plane(p.name)]
+    """Hosts, device type and device count: the accelerator planes (producers.py), never a
+    `/device:CUSTOM:*` trace. The type is the first plane's of the first kind present in
+    `_KIND_ORDER`, named by `device_type_name`; "CPU" without accelerators."""
+    devices = [p for p in profile.planes if is_accelerator_plane(p.name)]
     device_type = "CPU"
-    if devices:
-        device_type = "GPU" if any(is_gpu_plane(p.name) for p in devices) else "Device"
-        for plane in devices:
-            model = plane.stat_values().get("gpu_model") or plane.stat_values().get("device_model")
-            if isinstance(model, str) and model:
-                device_type = model
-                break
+    for kind in _KIND_ORDER:
+        first = next((p for p in devices if plane_kind(p.name) == kind), None)
+        if first is not None:
+            device_type = device_type_name(first.name, first.stat_values())
+            break
     return RunEnvironment(profile.hostnames or ["localhost"], device_type, len(devices))
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, RunEnvironment
 from tb_profile_plugin.analysis.kernel_stats import KernelDetails, KernelRow, KernelStats
-from tb_profile_plugin.analysis.op_metrics import IDLE, OpMetrics, OpTable
+from tb_profile_plugin.analysis.op_metrics import IDLE, OpFacts, OpMetrics, OpTable
 from tb_profile_plugin.analysis.step_alignment import Alignment, HostSteps, align_steps
 from tb_profile_plugin.analysis.step_db import NUM_TYPES, StepDb
 
@@ -66,14 +66,28 @@ def merge_op_tables(tables: list[OpTable]) -> OpTable:
     )
 
 
+def merge_op_facts(all_facts: list[dict[str, OpFacts]]) -> dict[str, OpFacts]:
+    """Device op facts of several hosts: FLOPs and bytes summed, the first HLO text kept."""
+    out: dict[str, OpFacts] = {}
+    for facts in all_facts:
+        for name, f in facts.items():
+            old = out.get(name)
+            out[name] = f if old is None else replace(
+                old, flops=float(np.nansum([old.flops, f.flops])) if not (
+                    np.isnan(old.flops) and np.isnan(f.flops)) else float("nan"),
+                bytes_accessed=float(np.nansum([old.bytes_accessed, f.bytes_accessed])) if not (
+                    np.isnan(old.bytes_accessed) and np.isnan(f.bytes_accessed)) else float("nan"))
+    return out
+
+
 def merge_kernel_stats(all_stats: list[KernelStats]) -> KernelStats:
     """Kernel stats of several hosts: rows with the same kernel, details and op summed."""
     if len(all_stats) == 1:
         return all_stats[0]
-    merged: dict[tuple[str, KernelDetails, str], KernelRow] = {}
+    merged: dict[tuple[str, KernelDetails, str, str], KernelRow] = {}
     for stats in all_stats:
         for r in stats.rows:
-            key = (r.kernel_name, r.details, r.op_name)
+            key = (r.kernel_name, r.details, r.op_name, r.hlo_op)
             old = merged.get(key)
             merged[key] = r if old is None else replace(
                 old, occurrences=old.occurrences + r.occurrences,
@@ -135,6 +149,7 @@ def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
         device_tf_ops=merge_op_tables([a.ops.device_tf_ops for a in with_device]),
         compute_16bit_ps=sum(a.ops.compute_16bit_ps for a in all_),
         compute_32bit_ps=sum(a.ops.compute_32bit_ps for a in all_),
+        device_op_facts=merge_op_facts([a.ops.device_op_facts for a in with_device]),
     )
     reference = analyses[alignment.chief] if alignment.chief else all_[0]
     combined = HostAnalysis(

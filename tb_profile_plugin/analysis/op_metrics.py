@@ -8,17 +8,21 @@ Self time = duration minus the durations of the op events directly nested in it 
 line. Each line adds IDLE = (last op end - first op start) - the
 sum of self times on that line.
 
-Device: each kernel or memcpy on a GPU plane is an op named after the TensorFlow op that
-launched it (`tf_op` stat; `name:Type`) and the kernel; the `tf_op_*` columns aggregate them
-per TensorFlow op (occurrences = the most any one kernel ran, times summed), as the overview's
-top ops do. Each device line adds its IDLE the same way.
+XLA ops that ran on host threads (XLA's CPU thunks, `hlo_op`) are host ops too, category "XLA".
+
+Device: every event on an accelerator's real lines (GPU streams, TPU "XLA Ops"; never a
+producer-derived line) is a run of its canonical op (xspace/producers.py: the TF op, the JAX
+op path, else the HLO op) and its kernel; `device_tf_ops` sums them per op (occurrences = the
+most any one kernel ran, times summed), as the overview's top ops do. Times are the device's
+own (`device_duration_ps` on TPU). IDLE per device = its span (first start to last end over
+all its streams) minus the union of its busy time; devices add up.
 
 An op is eager when it runs under `EagerKernelExecute` and not under `ExecutorState::Process`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,8 +30,8 @@ from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.forest import Forest
 from tb_profile_plugin.analysis.nesting import compute_nesting, under
 from tb_profile_plugin.analysis.op_names import Op, OpCategory, is_tf_op_name, parse_op
-from tb_profile_plugin.analysis.step_db import EventType
-from tb_profile_plugin.xspace.schema import is_device_plane
+from tb_profile_plugin.analysis.step_db import EventType, union_per_group
+from tb_profile_plugin.xspace.producers import CanonicalColumns
 
 IDLE = "IDLE"
 
@@ -65,9 +69,11 @@ class OpTable:
 class OpMetrics:
     host: OpTable
     device: OpTable
-    device_tf_ops: OpTable  # device ops summed per TensorFlow op (no IDLE)
+    device_tf_ops: OpTable  # device ops summed per framework op (no IDLE)
     compute_16bit_ps: int
     compute_32bit_ps: int
+    #: Per device op (device_tf_ops names): HLO ops, module, FLOPs and bytes where written.
+    device_op_facts: dict[str, OpFacts] = field(default_factory=dict)
 
     @property
     def device_tf_ops_with_idle(self) -> OpTable:
@@ -155,8 +161,7 @@ def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]
 
 def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
     table = forest.table
-    device_plane = np.array([is_device_plane(p.name) for p in table.profile.planes] + [False])
-    on_device = device_plane[table.plane_index]
+    on_device = table.on_device
     parsed = [parse_op(n) for n in table.names]
     is_op_name = np.array([op.is_op for op in parsed], bool)
     eager = _eager(table, forest)
@@ -203,36 +208,168 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
                       eager[host_events], types_by_key, categories_by_key,
                       int(idle) if len(host_events) else None)
 
-    # Device ops: kernel name under its TensorFlow op.
+    host = _with_xla_host_ops(table, host, ~on_device & ~is_host_op, eager)
+    device, device_tf_ops, facts = _device_ops(table, on_device, eager)
     device_events = np.flatnonzero(on_device)
-    pairs = np.stack([op_code[device_events], table.name_id[device_events]], axis=1)
-    unique_pairs, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    dev_key_of_event = inverse.ravel().astype(np.int64)
-    labels: list[str] = []
-    tf_of_key: list[str] = []
-    type_of_key: list[str] = []
-    for code, name_id in unique_pairs.tolist():  # one per distinct (op, kernel), not per event
-        kernel = table.names[name_id]
-        tf_op = op_texts[code] if code >= 0 else ""
-        parsed_tf = parse_op(tf_op) if tf_op else None
-        if parsed_tf is not None and parsed_tf.is_op:
-            tf_of_key.append(parsed_tf.name)
-            type_of_key.append(parsed_tf.type)
-        else:  # an unusual op name is still the op's name, never the kernel's
-            name, _, op_type = tf_op.partition(":")
-            tf_of_key.append(name or kernel)
-            type_of_key.append(op_type or _device_kind(kernel))
-        labels.append(f"{tf_op}/{kernel}" if tf_op else kernel)
-    dev_self, dev_idle = _self_times(table, device_events)
-    device = _aggregate(labels, dev_key_of_event, table.duration_ps[device_events],
-                        dev_self, eager[device_events], type_of_key, type_of_key,
-                        int(dev_idle) if len(device_events) else None)
-    device_tf_ops = _per_tf_op(device.without_idle(), tf_of_key, type_of_key, dev_key_of_event)
     compute16 = int(table.duration_ps[device_events][
         event_types[device_events] == EventType.DEVICE_COMPUTE_16].sum())
     compute32 = int(table.duration_ps[device_events][
         event_types[device_events] == EventType.DEVICE_COMPUTE_32].sum())
-    return OpMetrics(host, device, device_tf_ops, compute16, compute32)
+    return OpMetrics(host, device, device_tf_ops, compute16, compute32, facts)
+
+
+def _device_ops(table: EventTable, on_device: np.ndarray,
+                eager: np.ndarray) -> tuple[OpTable, OpTable, dict[str, OpFacts]]:
+    """Device ops from the canonical columns: one row per (op, kernel), and per op.
+
+    Times are the device's own (`device_duration_ps`); IDLE is each device's span minus the
+    union of its busy time over all its streams, summed over devices.
+    """
+    canon = table.canonical
+    device_events = np.flatnonzero(on_device)
+    op_code = canon.op_name[device_events]
+    kernel_code = canon.kernel[device_events]
+    pairs = np.stack([op_code, kernel_code], axis=1)
+    unique_pairs, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    key_of_event = inverse.ravel().astype(np.int64)
+    first_event = np.zeros(len(unique_pairs), np.int64)
+    first_event[key_of_event[::-1]] = np.arange(len(key_of_event))[::-1]
+    labels: list[str] = []
+    op_of_key: list[str] = []
+    type_of_key: list[str] = []
+    for k, (code, kernel_c) in enumerate(unique_pairs.tolist()):  # per distinct (op, kernel)
+        kernel = canon.text(kernel_c)
+        op = canon.text(code)
+        op_type = canon.text(int(canon.op_type[device_events[first_event[k]]]))
+        op_of_key.append(op or kernel)
+        type_of_key.append(op_type or _device_kind(kernel))
+        labels.append(f"{op}/{kernel}" if op and op != kernel else kernel)
+    duration = canon.device_duration_ps[device_events]
+    dev_self = _device_self_times(table, device_events, duration)
+    idle = _device_idle_ps(table, device_events, duration)
+    device = _aggregate(labels, key_of_event, duration, dev_self, eager[device_events],
+                        type_of_key, type_of_key, idle if len(device_events) else None)
+    per_op = _per_tf_op(device.without_idle(), op_of_key, type_of_key, key_of_event)
+    facts = _op_facts(per_op.name, op_of_key, key_of_event, canon, device_events)
+    return device, per_op, facts
+
+
+def _device_self_times(table: EventTable, events: np.ndarray,
+                       duration: np.ndarray) -> np.ndarray:
+    """Device time of each event minus that of events nested directly in it on its line."""
+    start = table.start_ps[events]
+    end = table.end_ps[events]
+    counts = np.bincount(table.line_index[events], minlength=len(table.lines))
+    bounds = np.zeros(len(table.lines) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    nesting = compute_nesting(start, end, bounds)
+    child_sum = np.zeros(len(events), np.int64)
+    has_parent = nesting.parent >= 0
+    np.add.at(child_sum, nesting.parent[has_parent], duration[has_parent])
+    return np.maximum(duration - child_sum, 0)
+
+
+def _device_idle_ps(table: EventTable, events: np.ndarray, duration: np.ndarray) -> int:
+    """Sum over devices of (span - union of busy time over all the device's streams).
+
+    An event is busy for its device time from its start (`duration`: `device_duration_ps`
+    where the device reports it), so ops and IDLE add up to the span."""
+    if len(events) == 0:
+        return 0
+    plane = table.plane_index[events].astype(np.int64)
+    start = table.start_ps[events]
+    end = start + duration
+    n = len(table.profile.planes)
+    busy = union_per_group(plane, start, end, n)
+    first = np.full(n, np.iinfo(np.int64).max, np.int64)
+    last = np.full(n, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(first, plane, start)
+    np.maximum.at(last, plane, end)
+    present = np.flatnonzero(np.bincount(plane, minlength=n))
+    return int(np.sum(np.maximum(last[present] - first[present] - busy[present], 0)))
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """What the XLA side says of a device op: its HLO ops and module, FLOPs and bytes."""
+
+    hlo_ops: str  # the distinct HLO ops, comma-separated (a few, then "...")
+    module: str
+    flops: float  # summed over runs (NaN: not written)
+    bytes_accessed: float
+
+
+_MAX_HLO_LISTED = 3
+
+
+def _op_facts(op_names: list[str], op_of_key: list[str], key_of_event: np.ndarray,
+              canon: CanonicalColumns, events: np.ndarray) -> dict[str, OpFacts]:
+    """HLO ops, module and summed FLOPs/bytes per device op (loops over ops, not events)."""
+    if not len(events):
+        return {}
+    position = {n: i for i, n in enumerate(op_names)}
+    target = np.array([position[n] for n in op_of_key], np.int64)[key_of_event]
+    count = len(op_names)
+    flops = np.bincount(target, weights=np.nan_to_num(canon.flops[events]), minlength=count)
+    nbytes = np.bincount(target, weights=np.nan_to_num(canon.bytes_accessed[events]),
+                         minlength=count)
+    has_flops = np.bincount(target, weights=~np.isnan(canon.flops[events]), minlength=count)
+    has_bytes = np.bincount(target, weights=~np.isnan(canon.bytes_accessed[events]),
+                            minlength=count)
+    pairs = np.unique(np.stack([target, canon.hlo_op[events], canon.module[events]], axis=1),
+                      axis=0)
+    hlo: dict[int, list[str]] = {}
+    module: dict[int, str] = {}
+    for t, h, m in pairs.tolist():  # distinct (op, HLO op, module) triples
+        if h >= 0:
+            hlo.setdefault(t, []).append(canon.text(h))
+        if m >= 0:
+            module.setdefault(t, canon.text(m))
+    out = {}
+    for i, name in enumerate(op_names):
+        listed = sorted(set(hlo.get(i, [])))
+        text = ", ".join(listed[:_MAX_HLO_LISTED]) + (", ..." if len(listed) > _MAX_HLO_LISTED
+                                                      else "")
+        out[name] = OpFacts(text, module.get(i, ""),
+                            float(flops[i]) if has_flops[i] else float("nan"),
+                            float(nbytes[i]) if has_bytes[i] else float("nan"))
+    return out
+
+
+def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
+                       eager: np.ndarray) -> OpTable:
+    """Host ops plus the XLA ops that ran on host threads (XLA's CPU thunks carry `hlo_op`).
+
+    They are named by their HLO op (`dot.1`, `fusion`), typed by its kind, category "XLA".
+    IDLE is left as the TensorFlow ops gave it.
+    """
+    canon = table.canonical
+    events = np.flatnonzero(candidates & (canon.hlo_op >= 0))
+    if len(events) == 0:
+        return host
+    codes = canon.hlo_op[events]
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    names = [canon.text(c) for c in uniq.tolist()]
+    types = [canon.text(int(canon.op_type[events[np.argmax(codes == c)]])) for c in
+             uniq.tolist()]
+    self_time, _ = _self_times(table, events)
+    xla = _aggregate(names, inverse.ravel().astype(np.int64), table.duration_ps[events],
+                     self_time, eager[events], types, ["XLA"] * len(names), None)
+    from_tf = host.without_idle()
+    idle = host.idle_ps if host.name and host.name[-1] == IDLE else None
+    rows = OpTable(from_tf.name + xla.name, from_tf.type + xla.type,
+                   from_tf.category + xla.category,
+                   np.concatenate([from_tf.occurrences, xla.occurrences]),
+                   np.concatenate([from_tf.total_ps, xla.total_ps]),
+                   np.concatenate([from_tf.self_ps, xla.self_ps]),
+                   np.concatenate([from_tf.eager_self_ps, xla.eager_self_ps]),
+                   np.concatenate([from_tf.min_ps, xla.min_ps]))
+    if idle is None:
+        return rows
+    return OpTable(rows.name + [IDLE], rows.type + [IDLE], rows.category + [IDLE],
+                   np.append(rows.occurrences, 0), np.append(rows.total_ps, idle),
+                   np.append(rows.self_ps, idle), np.append(rows.eager_self_ps, 0),
+                   np.append(rows.min_ps, 0))
 
 
 def _device_kind(kernel_name: str) -> str:

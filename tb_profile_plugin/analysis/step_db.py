@@ -33,7 +33,6 @@ import numpy as np
 
 from tb_profile_plugin.analysis.forest import Forest
 from tb_profile_plugin.analysis.op_names import OpCategory, parse_op
-from tb_profile_plugin.xspace.schema import is_device_plane
 
 
 class EventType(enum.IntEnum):
@@ -129,8 +128,7 @@ def _device_name_type(name: str) -> int:
 def classify(forest: Forest) -> tuple[np.ndarray, np.ndarray, bool]:
     """(event type per event, -1 unclassified / -2 marker; device mask; has_device)."""
     table = forest.table
-    device_plane = np.array([is_device_plane(p.name) for p in table.profile.planes] + [False])
-    on_device = device_plane[table.plane_index]
+    on_device = table.on_device
     has_device = bool(on_device.any())
     host_types = np.array([_host_name_type(n, has_device) for n in table.names], np.int64)
     device_types = np.array([_device_name_type(n) for n in table.names], np.int64)
@@ -153,7 +151,7 @@ def classify(forest: Forest) -> tuple[np.ndarray, np.ndarray, bool]:
     return types, on_device, has_device
 
 
-def _union_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray,
+def union_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray,
                      num_groups: int) -> np.ndarray:
     """Length of the union of intervals, per group (int64 ps)."""
     out = np.zeros(num_groups, np.int64)
@@ -228,7 +226,7 @@ def build_step_db(
     union_at_least = np.zeros((NUM_TYPES + 1, g_count), np.int64)
     for t in range(NUM_TYPES - 1, -1, -1):
         sel = ev_type >= t
-        union_at_least[t] = _union_per_group(ev_group[sel], ev_start[sel], ev_end[sel], g_count)
+        union_at_least[t] = union_per_group(ev_group[sel], ev_start[sel], ev_end[sel], g_count)
     type_ps = (union_at_least[:-1] - union_at_least[1:]).T.copy()
     duration = np.where(valid, finish - begin, 0)
     type_ps[:, EventType.UNKNOWN_TIME] = duration - union_at_least[EventType.HOST_COMPUTE]

@@ -8,6 +8,7 @@ intersection is explained in the diagnostics.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tb_profile_plugin.analysis.advice import step_diagnostics
@@ -15,6 +16,7 @@ from tb_profile_plugin.analysis.breakdown import steps_json
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze
 from tb_profile_plugin.analysis.host_pool import analyze_files
 from tb_profile_plugin.analysis.multi_host import MultiHost, alignment_diagnostics, combine
+from tb_profile_plugin.analysis.op_metrics import OpFacts
 from tb_profile_plugin.analysis.step_db import StepDb
 from tb_profile_plugin.tools.document import Diagnostics
 from tb_profile_plugin.tools.registry import RunFacts, ViewRequest
@@ -108,3 +110,20 @@ def multi_host_keys(multi: MultiHost | None) -> dict[str, Any]:
 def has_host_events(facts: RunFacts) -> bool:
     """Analyses need a host plane with events."""
     return facts.num_events > 0 and "/host:CPU" in facts.plane_names
+
+
+_GIGA_PER_PS = 1e3  # x per ps = 1e12 x per s = 1e3 giga-x per s
+
+
+def fact_keys(facts: dict[str, OpFacts], name: str, time_ps: float) -> dict[str, Any]:
+    """What the XLA side says of a device op: its HLO ops and module, and where the profile
+    has FLOP and byte counts, the achieved rates over `time_ps` (beyond the reference)."""
+    found = facts.get(name)
+    if found is None:
+        return {}
+    keys: dict[str, Any] = {"hlo_op": found.hlo_ops, "module": found.module}
+    if time_ps > 0 and not math.isnan(found.flops):
+        keys["flop_rate_gflops_per_s"] = found.flops / time_ps * _GIGA_PER_PS
+    if time_ps > 0 and not math.isnan(found.bytes_accessed):
+        keys["memory_bandwidth_gb_per_s"] = found.bytes_accessed / time_ps * _GIGA_PER_PS
+    return keys

@@ -1,7 +1,12 @@
 """kernel_stats view: GPU kernels per launching op, with launch shape, Tensor Core use and time.
 
+Each row: the kernel, its launch shape, shared memory per block (LDS on AMD), whether it uses
+matrix units (Tensor Cores, AMD Matrix Cores) and whether its op could, the launching op
+(`op_name`: TF `name:Type` or the JAX op path), the HLO op it ran (`hlo_op`, "" outside XLA)
+and its times (analysis/kernel_stats.py has the rules).
+
 Offered only for profiles with GPU planes. A GPU profile whose device planes hold no kernel
-with `kernel_details` says why in its diagnostics (the CUPTI tracer did not record kernels).
+with `kernel_details` says why in its diagnostics (the GPU tracer did not record kernels).
 """
 
 from __future__ import annotations
@@ -26,9 +31,9 @@ def build(request: ViewRequest) -> dict[str, Any]:
     if not stats.rows:
         diagnostics.warnings.append(
             f"the profile has {stats.num_gpu_planes} GPU plane(s) but no kernel with launch "
-            "details: the CUPTI tracer did not record kernels (device_tracer_level was 0, "
-            "CUPTI was unavailable or lacked permission, or nothing ran on the GPU while "
-            "capturing)"
+            "details: the GPU tracer (CUPTI on NVIDIA, the ROCm tracer on AMD) did not record "
+            "kernels (device_tracer_level was 0, the tracer was unavailable or lacked "
+            "permission, or nothing ran on the GPU while capturing)"
         )
     rows = []
     for rank, r in enumerate(stats.rows, start=1):
@@ -38,7 +43,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
                 "rank": rank,
                 "kernel_name": r.kernel_name,
                 "registers_per_thread": d.registers_per_thread,
-                "shared_memory_bytes": d.static_shared_bytes + d.dynamic_shared_bytes,
+                "shared_memory_bytes": d.shared_memory_bytes,
                 "static_shared_memory_bytes": d.static_shared_bytes,
                 "dynamic_shared_memory_bytes": d.dynamic_shared_bytes,
                 "block_dim": list(d.block),
@@ -47,6 +52,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
                 "op_tensor_core_eligible": r.op_tensor_core_eligible,
                 "uses_tensor_core": r.uses_tensor_core,
                 "op_name": r.op_name,
+                "hlo_op": r.hlo_op,
                 "occurrences": r.occurrences,
                 "total_duration_us": r.total_ps / _PS_PER_US,
                 "avg_duration_us": r.total_ps / _PS_PER_US / r.occurrences,
@@ -78,6 +84,7 @@ def rows_table(doc: dict[str, Any]) -> Table:
         "op_tensor_core_eligible",
         "uses_tensor_core",
         "op_name",
+        "hlo_op",
         "occurrences",
         "total_duration_us",
         "avg_duration_us",

@@ -23,8 +23,9 @@ from tb_profile_plugin.analysis.breakdown import (
     category_stats_ms,
     verdict,
 )
-from tb_profile_plugin.analysis.op_metrics import OpTable
+from tb_profile_plugin.analysis.op_metrics import OpFacts, OpTable
 from tb_profile_plugin.tools.analysis_views import (
+    fact_keys,
     has_host_events,
     multi_host_keys,
     requested_analysis,
@@ -38,8 +39,10 @@ VERSION = 1
 TOP_OPS = 10
 
 
-def top_ops(table: OpTable, limit: int = TOP_OPS) -> list[dict[str, Any]]:
-    """Ops by self time (ties by name), with their share of all op self time (no IDLE)."""
+def top_ops(table: OpTable, limit: int = TOP_OPS,
+            facts: dict[str, OpFacts] | None = None) -> list[dict[str, Any]]:
+    """Ops by self time (ties by name), with their share of all op self time (no IDLE); device
+    ops of XLA programs with their HLO ops, module and achieved rates (`fact_keys`)."""
     ops = table.without_idle()
     total = float(np.sum(ops.self_ps))
     if total <= 0:
@@ -54,6 +57,7 @@ def top_ops(table: OpTable, limit: int = TOP_OPS) -> list[dict[str, Any]]:
             "occurrences": int(ops.occurrences[i]),
             "self_time_ms": float(ops.self_ps[i]) / 1e9,
             "self_time_fraction": share, "cumulative_time_fraction": cumulative,
+            **(fact_keys(facts, ops.name[i], float(ops.total_ps[i])) if facts else {}),
         })
     return rows
 
@@ -91,7 +95,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
             "percent_32bit": 100.0 * analysis.ops.compute_32bit_ps / precision_total
             if precision_total else 0.0,
         },
-        top_device_ops=top_ops(analysis.ops.device_tf_ops),
+        top_device_ops=top_ops(analysis.ops.device_tf_ops,
+                               facts=analysis.ops.device_op_facts),
         top_host_ops=top_ops(analysis.ops.host) if not analysis.has_device else [],
         run_environment={
             "host_count": len(request.profiles), "hostnames": env.hostnames,

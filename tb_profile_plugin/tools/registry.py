@@ -15,7 +15,7 @@ from typing import Any
 
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.xspace.model import Profile
-from tb_profile_plugin.xspace.schema import is_device_plane, is_gpu_plane
+from tb_profile_plugin.xspace.producers import PlaneKind, is_accelerator_plane, plane_kind
 
 #: The order of design/api.md; views added beyond it come after, in registration order.
 VIEW_ORDER = (
@@ -35,11 +35,12 @@ class RunFacts:
 
     @property
     def has_device_planes(self) -> bool:
-        return any(is_device_plane(name) for name in self.plane_names)
+        """An accelerator plane (GPU, TPU, other device); a `/device:CUSTOM:*` trace is none."""
+        return any(is_accelerator_plane(name) for name in self.plane_names)
 
     @property
     def has_gpu_planes(self) -> bool:
-        return any(is_gpu_plane(name) for name in self.plane_names)
+        return any(plane_kind(name) == PlaneKind.GPU for name in self.plane_names)
 
     @staticmethod
     def of(profiles: Mapping[str, Profile]) -> RunFacts:

@@ -6,7 +6,10 @@ time; with `include_idle=true` (the default) each side's IDLE row is a row like 
 counts in the shares, with `include_idle=false` it is left out of both. Nothing is cut: the
 document says how many rows there are and the page pages through them. On GPU profiles each
 device row has `gpu_tensor_core_utilization`: the share of the op's kernel time spent in
-Tensor Core kernels. For ALL_HOSTS the rows of every host are summed per op.
+Tensor Core kernels. Device rows of XLA programs also carry their `hlo_op` and `module`, and
+where the profile counts FLOPs and bytes (TPU), `flop_rate_gflops_per_s` and
+`memory_bandwidth_gb_per_s` over the op's device time. For ALL_HOSTS the rows of every host
+are summed per op.
 """
 
 from __future__ import annotations
@@ -14,10 +17,15 @@ from __future__ import annotations
 from typing import Any
 
 from tb_profile_plugin.analysis.kernel_stats import KernelStats
-from tb_profile_plugin.analysis.multi_host import merge_op_tables
-from tb_profile_plugin.analysis.op_metrics import OpTable
+from tb_profile_plugin.analysis.multi_host import merge_op_facts, merge_op_tables
+from tb_profile_plugin.analysis.op_metrics import OpFacts, OpTable
 from tb_profile_plugin.errors import BadRequest
-from tb_profile_plugin.tools.analysis_views import has_host_events, host_analyses, profile_messages
+from tb_profile_plugin.tools.analysis_views import (
+    fact_keys,
+    has_host_events,
+    host_analyses,
+    profile_messages,
+)
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
 
@@ -34,7 +42,8 @@ def _include_idle(params: dict[str, str] | Any) -> bool:
 
 
 def side_rows(
-    table: OpTable, side: str, include_idle: bool, tensor_core: dict[str, float] | None = None
+    table: OpTable, side: str, include_idle: bool, tensor_core: dict[str, float] | None = None,
+    facts: dict[str, OpFacts] | None = None,
 ) -> list[dict[str, Any]]:
     ops = table if include_idle else table.without_idle()
     total = float(sum(int(x) for x in ops.self_ps))
@@ -66,6 +75,8 @@ def side_rows(
         }
         if tensor_core is not None:
             row["gpu_tensor_core_utilization"] = tensor_core.get(ops.name[i], 0.0)
+        if facts:
+            row.update(fact_keys(facts, ops.name[i], float(ops.total_ps[i])))
         rows.append(row)
     return rows
 
@@ -97,6 +108,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
             "Device",
             include_idle,
             tensor_core_share(kernels),
+            merge_op_facts([a.ops.device_op_facts for a in analyses if a.has_device]),
         )
     host_rows = side_rows(merge_op_tables([a.ops.host for a in analyses]), "Host", include_idle)
     if not has_device:
@@ -122,8 +134,10 @@ def rows_table(doc: dict[str, Any]) -> Table:
     header = ["rank", "host_or_device", "op_type", "op_name", "occurrences", "total_time_us",
               "avg_time_us", "total_self_time_us", "avg_self_time_us", "self_time_fraction",
               "cumulative_self_time_fraction", "eager_fraction"]
-    if any("gpu_tensor_core_utilization" in row for row in doc["rows"]):
-        header.append("gpu_tensor_core_utilization")
+    for optional in ("gpu_tensor_core_utilization", "hlo_op", "module", "flop_rate_gflops_per_s",
+                     "memory_bandwidth_gb_per_s"):
+        if any(optional in row for row in doc["rows"]):
+            header.append(optional)
     return header, [[row.get(k, "") for k in header] for row in doc["rows"]]
 
 

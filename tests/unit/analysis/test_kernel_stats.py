@@ -70,6 +70,7 @@ def test_rows_grouped_per_kernel_and_op_sorted_by_total() -> None:
             "op_tensor_core_eligible": True,
             "uses_tensor_core": True,
             "op_name": "dense/MatMul:MatMul",
+            "hlo_op": "",
             "occurrences": 2,
             "total_duration_us": 40.0,
             "avg_duration_us": 20.0,

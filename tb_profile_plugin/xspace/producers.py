@@ -1,0 +1,422 @@
+"""Producers' conventions in one place: which lines hold real events, and what each event is.
+
+Every producer (TensorFlow old and new, JAX with CUPTI or ROCm, XLA on TPU, XLA on CPU) writes
+the same XSpace format with different conventions. This module turns them into one vocabulary;
+the analyses above read only what it returns (`PlaneKind`, `LineKind`, `CanonicalColumns`),
+never a producer's stat names.
+
+Planes (`plane_kind`):
+
+| plane name                         | kind          | counts as a device |
+|------------------------------------|---------------|--------------------|
+| `/host:CPU` and other `/host:*`    | HOST          | no                 |
+| `/device:GPU:N`                    | GPU           | yes                |
+| `/device:TPU:N`                    | TPU           | yes                |
+| `/device:CUSTOM:*` (Megascale ...) | CUSTOM        | no (trace only)    |
+| any other `/device:*`              | OTHER_DEVICE  | yes                |
+
+Lines (`line_kind`). Derived-line ids are `0xDEADBEEF + k`; TF <= 2.4 wrote them as int32, so
+they arrive sign-extended (-559038737 Steps, -559038735 Name Scope, -559038734 TF Ops) and are
+read back modulo 2**32. TPU planes name their XLA lines with small ids (2, 3, 4, 6, 7).
+
+| line                                        | kind          | analysed as events          |
+|---------------------------------------------|---------------|-----------------------------|
+| host thread                                 | THREAD        | yes (host)                  |
+| GPU stream (`Stream #N(...)`), other device | STREAM        | yes (device)                |
+| "XLA Ops" with a small id (TPU)             | XLA_OPS       | yes (device: the op source) |
+| "XLA Modules" (any id)                      | XLA_MODULES   | no: program executions      |
+| "Steps" in the derived range                | STEPS         | no: the producer's steps    |
+| other derived lines (TF Ops, Name Scope,    | DERIVED       | no: they repeat real events |
+| derived XLA Ops, Launch Stats, Async XLA    |               |                             |
+| Ops, XLA TraceMe, Overlay, ...)             |               |                             |
+
+Canonical columns of every analysed event (`canonical_columns`), from whichever stats the
+producer wrote, on the event or on its event metadata (the event's own stat wins):
+
+| producer          | op name : op type               | HLO op         | module       | time       |
+|-------------------|---------------------------------|----------------|--------------|------------|
+| TF >= 2.5 (CUPTI) | `tf_op` = "name:Type"           | `hlo_op`       | `hlo_module` | duration   |
+| TF <= 2.4 (CUPTI) | `level 0` = "name:Type"         | -              | -            | duration   |
+| JAX GPU (CUPTI,   | `name` = JAX op path (`tf_op` = | `hlo_op`       | `hlo_module` | duration   |
+| ROCm)             | "XlaModule:" names no op);      |                | `program_id` |            |
+|                   | type: the HLO op's kind         |                |              |            |
+| XLA on TPU        | metadata `tf_op` (JAX op path); | `display_name` | `program_id` | device_   |
+|                   | type: metadata `hlo_category`   |                |              | duration_ps|
+| XLA on CPU thunks | `hlo_op` (no framework op)      | `hlo_op`       | `hlo_module` | duration   |
+
+Where no framework op exists the op is named by its HLO op. The "kernel" of an event is its
+event name, except on TPU XLA Ops lines where the metadata name is the whole HLO instruction
+text and the `display_name` (or the HLO op) is used instead. `flops` and `bytes_accessed`
+(TPU metadata) come along where written.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_profile_plugin.xspace.model import Line, Plane, StatColumns
+from tb_profile_plugin.xspace.schema import (
+    CUSTOM_PLANE_PREFIX,
+    DERIVED_LINE_ID_MAX,
+    DERIVED_LINE_ID_MIN,
+    DERIVED_LINE_NAMES,
+    DEVICE_PLANE_PREFIX,
+    GPU_PLANE_PREFIX,
+    TPU_PLANE_PREFIX,
+)
+
+
+class PlaneKind(enum.Enum):
+    HOST = "host"
+    GPU = "gpu"
+    TPU = "tpu"
+    CUSTOM = "custom"
+    OTHER_DEVICE = "device"
+
+
+def plane_kind(plane_name: str) -> PlaneKind:
+    if plane_name.startswith(GPU_PLANE_PREFIX):
+        return PlaneKind.GPU
+    if plane_name.startswith(TPU_PLANE_PREFIX):
+        return PlaneKind.TPU
+    if plane_name.startswith(CUSTOM_PLANE_PREFIX):
+        return PlaneKind.CUSTOM
+    if plane_name.startswith(DEVICE_PLANE_PREFIX):
+        return PlaneKind.OTHER_DEVICE
+    return PlaneKind.HOST
+
+
+def is_accelerator_plane(plane_name: str) -> bool:
+    """A device whose events are device ops (GPU, TPU, other); CUSTOM planes are not."""
+    return plane_kind(plane_name) in (PlaneKind.GPU, PlaneKind.TPU, PlaneKind.OTHER_DEVICE)
+
+
+class LineKind(enum.Enum):
+    THREAD = "thread"
+    STREAM = "stream"
+    XLA_OPS = "xla_ops"
+    XLA_MODULES = "xla_modules"
+    STEPS = "steps"
+    DERIVED = "derived"
+
+    @property
+    def holds_events(self) -> bool:
+        """Whether the line's events are analysed (the others repeat or summarise them)."""
+        return self in (LineKind.THREAD, LineKind.STREAM, LineKind.XLA_OPS)
+
+    @property
+    def producer_derived(self) -> bool:
+        """Whether a profiler derived the line from others (shown once, never counted)."""
+        return self in (LineKind.STEPS, LineKind.DERIVED, LineKind.XLA_MODULES)
+
+
+XLA_OPS_NAME = "XLA Ops"
+XLA_MODULES_NAME = "XLA Modules"
+STEPS_NAME = "Steps"
+#: Names TPU planes give their own (non-op) lines, whatever their id.
+_TPU_DERIVED_NAMES = frozenset({"Async XLA Ops", "XLA TraceMe", "Overlay"})
+
+
+def normalized_line_id(line_id: int) -> int:
+    """The line id as the producer meant it: int32 sign-extended ids read back as uint32."""
+    if -(2**31) <= line_id < 0:
+        return line_id & 0xFFFFFFFF
+    return line_id
+
+
+def in_derived_id_range(line_id: int) -> bool:
+    return DERIVED_LINE_ID_MIN <= normalized_line_id(line_id) <= DERIVED_LINE_ID_MAX
+
+
+def line_kind(plane_name: str, line_id: int, line_name: str) -> LineKind:
+    """What a line holds (see the module's table)."""
+    if line_name == XLA_MODULES_NAME:
+        return LineKind.XLA_MODULES
+    derived_id = in_derived_id_range(line_id)
+    if derived_id and line_name in DERIVED_LINE_NAMES:
+        return LineKind.STEPS if line_name == STEPS_NAME else LineKind.DERIVED
+    kind = plane_kind(plane_name)
+    if kind == PlaneKind.HOST:
+        return LineKind.THREAD
+    if line_name == XLA_OPS_NAME:
+        return LineKind.XLA_OPS
+    if line_name in _TPU_DERIVED_NAMES or (derived_id and line_name in DERIVED_LINE_NAMES):
+        return LineKind.DERIVED
+    if line_name == STEPS_NAME:
+        return LineKind.STEPS
+    return LineKind.STREAM
+
+
+def kind_of(plane: Plane, line: Line) -> LineKind:
+    return line_kind(plane.name, line.id, line.name)
+
+
+# --------------------------------------------------------------------------------------------
+# Canonical columns
+
+
+@dataclass(frozen=True)
+class CanonicalColumns:
+    """Per event (rows of the lines given to `canonical_columns`): codes into `texts`, -1 none."""
+
+    op_name: np.ndarray  # int64: framework op (TF op name, JAX op path), else the HLO op
+    op_type: np.ndarray  # int64: TF op type, HLO category, or the HLO op's kind
+    hlo_op: np.ndarray  # int64
+    module: np.ndarray  # int64: XLA module / program
+    kernel: np.ndarray  # int64: the event's own name (TPU: the HLO op, not its text)
+    device_duration_ps: np.ndarray  # int64: the device's own time for the op
+    flops: np.ndarray  # float64, NaN where not written
+    bytes_accessed: np.ndarray  # float64, NaN where not written
+    texts: list[str]
+
+    def text(self, code: int) -> str:
+        return self.texts[code] if code >= 0 else ""
+
+
+class TextIndex:
+    """Strings to dense codes, shared by every column of one table."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def code(self, text: str) -> int:
+        return self.index.setdefault(text, len(self.index))
+
+    def codes(self, texts: list[str]) -> np.ndarray:
+        """Codes of `texts`, with a trailing -1 so that a local code -1 maps to -1."""
+        return np.array([self.code(t) for t in texts] + [-1], np.int64)
+
+    @property
+    def texts(self) -> list[str]:
+        return list(self.index)
+
+
+def str_codes(stats: StatColumns, stat_id: int | None, num_rows: int,
+              plane: Plane) -> tuple[np.ndarray, list[str]]:
+    """A str/ref stat of `num_rows` rows as (local code per row, -1 where absent; texts).
+
+    Vectorised: string values are padded into a fixed-width byte matrix and deduplicated with
+    numpy, so millions of events cost no Python loop per event. Refs are resolved through the
+    plane's stat metadata names.
+    """
+    codes = np.full(num_rows, -1, np.int64)
+    if stat_id is None:
+        return codes, []
+    sel = stats.rows_with(stat_id)
+    if len(sel) == 0:
+        return codes, []
+    local = TextIndex()
+    rows = stats.row[sel]
+    kind = stats.kind[sel]
+    is_ref = kind == 6  # StatKind.REF
+    if is_ref.any():
+        uniq, inverse = np.unique(stats.value[sel][is_ref], return_inverse=True)
+        mapped = np.array([local.code(plane.stat_metadata.name_of(int(r)) or "")
+                           for r in uniq.tolist()], np.int64)
+        codes[rows[is_ref]] = mapped[inverse.ravel()]
+    is_str = kind == 4  # StatKind.STR
+    if is_str.any():
+        offsets = stats.value[sel][is_str]
+        lengths = stats.length[sel][is_str].astype(np.int64)
+        width = max(int(lengths.max()), 1)
+        matrix = np.zeros((len(offsets), width), np.uint8)
+        cols = np.arange(width)
+        mask = cols[None, :] < lengths[:, None]
+        source = np.where(mask, offsets[:, None] + cols[None, :], 0)
+        matrix[mask] = stats.strings[source[mask]]
+        fixed = matrix.view(f"S{width}").ravel()
+        uniq, inverse = np.unique(fixed, return_inverse=True)
+        mapped = np.array([local.code(u.decode("utf-8", "replace")) for u in uniq.tolist()],
+                          np.int64)
+        codes[rows[is_str]] = mapped[inverse.ravel()]
+    return codes, local.texts
+
+
+class _LineStats:
+    """Stats of one line's events by name, event stat first, then the event metadata's."""
+
+    def __init__(self, plane: Plane, line: Line) -> None:
+        self.plane = plane
+        self.line = line
+        self.n = len(line.events)
+        self.meta_rows = plane.event_metadata.rows_of(line.events.metadata_id)
+
+    def text(self, name: str, index: TextIndex) -> np.ndarray:
+        """Shared-index codes of a string stat (or an integer one, written in decimal)."""
+        plane, line = self.plane, self.line
+        stat_id = plane.stat_metadata.id_of(name)
+        if stat_id is None:
+            return np.full(self.n, -1, np.int64)
+        ev_codes, ev_texts = str_codes(line.stats, stat_id, self.n, plane)
+        out = index.codes(ev_texts)[ev_codes]
+        ev_int = self._int_as_text(line.stats, stat_id, self.n, index)
+        out = np.where(out >= 0, out, ev_int)
+        meta = plane.event_metadata
+        m_codes, m_texts = str_codes(meta.stats, stat_id, len(meta.ids), plane)
+        m_out = index.codes(m_texts)[m_codes]
+        m_int = self._int_as_text(meta.stats, stat_id, len(meta.ids), index)
+        m_out = np.where(m_out >= 0, m_out, m_int)
+        from_meta = np.append(m_out, -1)[self.meta_rows]
+        return np.where(out >= 0, out, from_meta)
+
+    @staticmethod
+    def _int_as_text(stats: StatColumns, stat_id: int, num_rows: int,
+                     index: TextIndex) -> np.ndarray:
+        out = np.full(num_rows, -1, np.int64)
+        sel = stats.rows_with(stat_id)
+        sel = sel[np.isin(stats.kind[sel], (2, 3))]  # UINT64, INT64
+        if len(sel):
+            uniq, inverse = np.unique(stats.value[sel], return_inverse=True)
+            out[stats.row[sel]] = index.codes([str(int(v)) for v in uniq.tolist()])[
+                inverse.ravel()]
+        return out
+
+    def number(self, name: str) -> np.ndarray:
+        """A numeric stat as float64 (NaN where absent), event stat first."""
+        plane = self.plane
+        stat_id = plane.stat_metadata.id_of(name)
+        if stat_id is None:
+            return np.full(self.n, np.nan)
+        own = self.line.stats.float_column(stat_id, self.n)
+        meta = plane.event_metadata
+        from_meta = np.append(meta.stats.float_column(stat_id, len(meta.ids)), np.nan)[
+            self.meta_rows]
+        return np.where(np.isnan(own), from_meta, own)
+
+    def metadata_names(self, index: TextIndex, display: bool) -> np.ndarray:
+        meta = self.plane.event_metadata
+        names = meta.names.tolist()
+        if display:
+            shown = meta.display_names.tolist()
+            names = [d or n for d, n in zip(shown, names, strict=True)]
+        return index.codes(names)[self.meta_rows]
+
+
+#: The op name JAX's GPU runtime writes into every kernel's `tf_op`: not an op.
+_JAX_MODULE_PLACEHOLDER = "XlaModule"
+_TF_OP = re.compile(r"^([A-Za-z0-9.][A-Za-z0-9_./>\-]*):([A-Za-z_][\w\-]*)?$")
+_HLO_SUFFIX = re.compile(r"\.\d+$")
+
+
+def split_framework_op(text: str) -> tuple[str, str]:
+    """`name:Type` (TF) -> (name, Type); a JAX op path or a bare name -> (text, "").
+
+    The JAX runtime's constant `XlaModule:` names no op: ("", "").
+    """
+    match = _TF_OP.match(text)
+    if match:
+        name, op_type = match.group(1), match.group(2) or ""
+    else:
+        name, op_type = text, ""
+    if name == _JAX_MODULE_PLACEHOLDER and not op_type:
+        return "", ""
+    return name, op_type
+
+
+def hlo_kind(hlo_op: str) -> str:
+    """`gemm_fusion_dot.1` -> `gemm_fusion_dot`: the HLO op without its instance number."""
+    return _HLO_SUFFIX.sub("", hlo_op)
+
+
+def canonical_columns(lines: list[tuple[Plane, Line]]) -> CanonicalColumns:
+    """Canonical columns of every event of `lines`, concatenated in the given order."""
+    index = TextIndex()
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "op_name", "op_type", "hlo_op", "module", "kernel", "device_duration_ps", "flops",
+        "bytes_accessed")}
+    for plane, line in lines:
+        for key, column in _line_columns(plane, line, index).items():
+            parts[key].append(column)
+
+    def cat(key: str, dtype: type) -> np.ndarray:
+        return np.concatenate(parts[key]).astype(dtype, copy=False) if parts[key] else \
+            np.zeros(0, dtype)
+
+    ints = {k: cat(k, np.int64) for k in ("op_name", "op_type", "hlo_op", "module", "kernel",
+                                          "device_duration_ps")}
+    return CanonicalColumns(
+        ints["op_name"], ints["op_type"], ints["hlo_op"], ints["module"], ints["kernel"],
+        ints["device_duration_ps"], cat("flops", np.float64), cat("bytes_accessed", np.float64),
+        index.texts,
+    )
+
+
+def _host_line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.ndarray]:
+    """Host threads: only XLA's CPU thunks (`hlo_op`) are ops here; the rest stays -1."""
+    n = len(line.events)
+    none = np.full(n, -1, np.int64)
+    out = {"op_name": none, "op_type": none, "hlo_op": none, "module": none, "kernel": none,
+           "device_duration_ps": line.events.duration_ps, "flops": np.full(n, np.nan),
+           "bytes_accessed": np.full(n, np.nan)}
+    if plane.stat_metadata.id_of("hlo_op") is None:
+        return out
+    stats = _LineStats(plane, line)
+    hlo = stats.text("hlo_op", index)
+    if not np.any(hlo >= 0):
+        return out
+    module = stats.text("hlo_module", index)
+    out.update(op_name=hlo, op_type=_hlo_kinds(hlo, index), hlo_op=hlo,
+               module=np.where(module >= 0, module, stats.text("program_id", index)))
+    return out
+
+
+def _hlo_kinds(hlo: np.ndarray, index: TextIndex) -> np.ndarray:
+    """Per event: the code of its HLO op's kind (`hlo_kind`), -1 where it has no HLO op."""
+    present = np.unique(hlo[hlo >= 0])
+    texts = index.texts
+    kinds = np.full(len(texts) + 1, -1, np.int64)
+    for code in present.tolist():  # distinct HLO ops, not events
+        kinds[code] = index.code(hlo_kind(texts[code]))
+    return kinds[hlo]
+
+
+def _line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.ndarray]:
+    if plane_kind(plane.name) == PlaneKind.HOST:
+        return _host_line_columns(plane, line, index)
+    stats = _LineStats(plane, line)
+    xla_line = kind_of(plane, line) == LineKind.XLA_OPS
+    # Framework op: TF >= 2.5 / TPU metadata `tf_op`, TF <= 2.4 `level 0`.
+    framework = stats.text("tf_op", index)
+    older = stats.text("level 0", index)
+    framework = np.where(framework >= 0, framework, older)
+    texts = index.texts
+    op_name = np.full(stats.n, -1, np.int64)
+    op_type = np.full(stats.n, -1, np.int64)
+    present = np.unique(framework[framework >= 0])
+    if len(present):  # one parse per distinct text, not per event
+        name_of = np.full(len(texts) + 1, -1, np.int64)
+        type_of = np.full(len(texts) + 1, -1, np.int64)
+        for code in present.tolist():
+            name, op_t = split_framework_op(texts[code])
+            name_of[code] = index.code(name) if name else -1
+            type_of[code] = index.code(op_t) if op_t else -1
+        op_name = name_of[framework]
+        op_type = type_of[framework]
+    jax_name = stats.text("name", index)
+    op_name = np.where(op_name >= 0, op_name, jax_name)
+    hlo = stats.text("hlo_op", index)
+    kernel = stats.metadata_names(index, display=xla_line)
+    if xla_line:
+        hlo = np.where(hlo >= 0, hlo, kernel)
+    op_name = np.where(op_name >= 0, op_name, hlo)
+    category = stats.text("hlo_category", index)
+    op_type = np.where(op_type >= 0, op_type, category)
+    missing = (op_type < 0) & (hlo >= 0)
+    if missing.any():
+        op_type[missing] = _hlo_kinds(hlo[missing], index)
+    module = stats.text("hlo_module", index)
+    program = stats.text("program_id", index)
+    module = np.where(module >= 0, module, program)
+    device_ps = stats.number("device_duration_ps")
+    duration = line.events.duration_ps
+    device_duration = np.where(np.isnan(device_ps), duration,
+                               np.nan_to_num(device_ps)).astype(np.int64)
+    return {
+        "op_name": op_name, "op_type": op_type, "hlo_op": hlo, "module": module,
+        "kernel": kernel, "device_duration_ps": device_duration,
+        "flops": stats.number("flops"), "bytes_accessed": stats.number("bytes_accessed"),
+    }
