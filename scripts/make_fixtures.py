@@ -1,10 +1,13 @@
-"""Capture real TensorFlow profiles and write them as test fixtures under ``tests/data/``.
+"""Capture real TensorFlow and JAX profiles and write them as test fixtures in ``tests/data/``.
 
 Every fixture is a complete TensorBoard *logdir*, laid out exactly as a TensorBoard user
 would have it on disk, i.e. profiles live at
 ``<logdir>/[<tb_run>/]plugins/profile/<session>/<host>.xplane.pb``. The profiles are
 captured live with the installed TensorFlow (developed against tensorflow-cpu 2.21 and
-Keras 3); nothing is synthesised.
+Keras 3) or, for the ``jax_*`` fixtures, the installed JAX on CPU (developed against
+``jax[cpu]`` 0.10.2 from PyPI); nothing is synthesised. TensorFlow and JAX are each imported
+lazily, only by the fixtures that use them, so either one alone is enough for its own fixtures
+(``--only NAME``).
 
 Fixtures (names are also the directory names under ``tests/data/``):
 
@@ -41,25 +44,43 @@ Fixtures (names are also the directory names under ``tests/data/``):
     ``worker_id#worker_index=N#`` TraceMe, so the two files are distinguishable by name
     and by content. Ports 60401/60402 are used when free (stable file names), otherwise
     OS-assigned ports. Workers are bounded in time and always killed.
+``jax_cpu_steps``
+    JAX on CPU: a ``jax.jit``-ted ``train_step`` (``jax.value_and_grad`` of the softmax
+    cross-entropy of an MLP, then a plain SGD update) run ``JAX_STEPS`` times under
+    ``jax.profiler.trace(logdir)``, each step wrapped in
+    ``jax.profiler.StepTraceAnnotation("train", step_num=i)``. Inside every step the batch is
+    built on the host with numpy (host time) before the jitted call, whose result is waited
+    for (XLA time). The function is compiled and run ``JAX_WARMUP_STEPS`` times before the
+    capture, so no compilation is in it. ``jax.profiler.trace`` writes
+    ``plugins/profile/<session>/<host>.xplane.pb`` under the logdir, no events file.
+``jax_cpu_plain``
+    The same kind of program without any step annotation: the jitted ``train_step`` called
+    ``JAX_PLAIN_TRAIN_CALLS`` times and, after every ``JAX_PLAIN_EVAL_EVERY``-th of them, a
+    second, different jitted function (``eval_step``: loss and accuracy, no gradients), i.e.
+    ``JAX_PLAIN_TRAIN_CALLS // JAX_PLAIN_EVAL_EVERY`` eval calls; the capture therefore has
+    two XLA modules with distinct execution counts. Both are compiled before the capture.
 
 Only ``*.xplane.pb`` and ``events.out.tfevents.*`` files are kept; anything else TensorFlow
 writes (e.g. ``*.trace.json.gz``) is deleted. Session directories are named by TensorFlow
 after the capture time (``YYYY_MM_DD_HH_MM_SS``) and host files after the machine's
 hostname (local captures) or the ``host_port`` of the profiler server (remote captures),
-so those names change on regeneration. Seeds are fixed, but timings (and therefore exact
-event counts) are inherently not reproducible.
+so those names change on regeneration (JAX names them the same way). Seeds are fixed, but
+timings (and therefore exact event counts) are inherently not reproducible.
 
 Each fixture is produced in a fresh Python subprocess (``--_child NAME``), so TensorFlow
 state from one capture never leaks into another. After writing, every ``.xplane.pb`` is
-parsed with ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` and a summary (size, planes,
-lines, event counts, allocator / ``Iterator::`` / step-marker presence) is printed.
+parsed with the project's own ``tb_profile_plugin.xspace.pb.xplane_pb2`` (needs only
+``protobuf``; TensorFlow's ``tensorflow.tsl.profiler.protobuf.xplane_pb2`` is the fallback)
+and a summary (size, planes,
+lines, event counts, allocator / ``Iterator::`` / step-marker presence, executions of each
+XLA module) is printed.
 
 ``--large OUT_DIR`` (never committed) writes a big single-host profile (about 2.4M events,
 about 40 MB, ~15 s on 2 cores) into the logdir ``OUT_DIR`` for benchmarks: step-marked
 iterations of nested ``tf.profiler.experimental.Trace`` scopes, an eager op and a
 ``tf.function`` of 80 tiny ops; a short calibration capture sizes the step count.
 
-All captures use the default profiler options (host_tracer_level 2, no Python tracer):
+All TensorFlow captures use the default profiler options (host_tracer_level 2, no Python tracer):
 in TF 2.21 ``ProfilerOptions`` passed to ``tf.profiler.experimental.start`` are ignored
 (the C++ side logs ``host_tracer_level expects an i value``).
 
@@ -67,6 +88,7 @@ Usage::
 
     python scripts/make_fixtures.py                    # regenerate all committed fixtures
     python scripts/make_fixtures.py --only two_hosts   # regenerate one fixture
+    python scripts/make_fixtures.py --only jax_cpu_steps --only jax_cpu_plain   # JAX only
     python scripts/make_fixtures.py --large /tmp/tbp_large
     python scripts/make_fixtures.py --summarize tests/data   # only print the summaries
 
@@ -99,6 +121,8 @@ FIXTURES: tuple[str, ...] = (
     "tfdata_slow",
     "tfdata_parallel",
     "two_hosts",
+    "jax_cpu_steps",
+    "jax_cpu_plain",
 )
 SEED = 1234
 MAX_FIXTURE_FILE_BYTES = 2 * 1024 * 1024
@@ -108,11 +132,20 @@ WORKER_MAX_SECONDS = 240.0
 PREFERRED_WORKER_PORTS = (60401, 60402)
 TWO_HOSTS_DURATION_MS = 1200
 LARGE_TARGET_EVENTS = 2_400_000
+# JAX fixtures: MLP widths, batch (about 1.5 ms per train step on 2 cores), SGD rate, counts.
+JAX_WIDTHS = (64, 256, 256, 10)
+JAX_BATCH = 128
+JAX_LR = 0.01
+JAX_WARMUP_STEPS = 2  # compile + run before the capture (no compilation in it)
+JAX_STEPS = 20  # jax_cpu_steps: StepTraceAnnotation("train", step_num=0..JAX_STEPS-1)
+JAX_PLAIN_TRAIN_CALLS = 10  # jax_cpu_plain: train_step executions
+JAX_PLAIN_EVAL_EVERY = 3  # jax_cpu_plain: eval_step after every 3rd train_step (3 calls)
 
 
 # --------------------------------------------------------------------------------------
-# Helpers shared by the capture functions (TensorFlow is imported lazily everywhere so
-# that --help and --summarize stay fast and the log level is set before the import).
+# Helpers shared by the capture functions (TensorFlow and JAX are imported lazily
+# everywhere so that --help and --summarize stay fast, the log level is set before the
+# import, and the TensorFlow fixtures work without JAX installed and vice versa).
 # --------------------------------------------------------------------------------------
 
 
@@ -123,6 +156,25 @@ def _import_tf() -> Any:
 
     tf.keras.utils.set_random_seed(SEED)
     return tf
+
+
+def _import_jax() -> Any:
+    """Import JAX restricted to the CPU backend (no accelerator probing)."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    return jax
+
+
+def _xplane_pb2() -> Any:
+    """The XPlane protobuf module: the project's own copy, else TensorFlow's."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    try:
+        from tb_profile_plugin.xspace.pb import xplane_pb2
+    except ImportError:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    return xplane_pb2
 
 
 def _log(msg: str) -> None:
@@ -410,13 +462,108 @@ def run_worker(port: int, index: int, max_seconds: float) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# JAX fixtures (CPU backend); each runs in its own child process and gets the logdir.
+# --------------------------------------------------------------------------------------
+
+
+def _jax_mlp(jax: Any) -> tuple[Any, Any, Any]:
+    """MLP params of ``JAX_WIDTHS`` plus jitted ``train_step`` and ``eval_step``.
+
+    ``train_step(params, x, y) -> (new_params, loss)`` is ``jax.value_and_grad`` of the mean
+    softmax cross-entropy followed by an SGD update; ``eval_step(params, x, y) -> (loss,
+    accuracy)`` is a forward pass only, so the two compile to different XLA modules.
+    """
+    import jax.numpy as jnp
+
+    key = jax.random.PRNGKey(SEED)
+    params: list[tuple[Any, Any]] = []
+    for fan_in, fan_out in zip(JAX_WIDTHS[:-1], JAX_WIDTHS[1:], strict=True):
+        key, sub = jax.random.split(key)
+        scale = (2.0 / fan_in) ** 0.5
+        params.append((jax.random.normal(sub, (fan_in, fan_out)) * scale, jnp.zeros(fan_out)))
+
+    def logits_fn(params: Any, x: Any) -> Any:
+        h = x
+        for w, b in params[:-1]:
+            h = jax.nn.relu(h @ w + b)
+        w, b = params[-1]
+        return h @ w + b
+
+    def loss_fn(params: Any, x: Any, y: Any) -> Any:
+        log_probs = jax.nn.log_softmax(logits_fn(params, x))
+        return -jnp.mean(jnp.take_along_axis(log_probs, y[:, None], axis=1))
+
+    def train_step(params: Any, x: Any, y: Any) -> tuple[Any, Any]:
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        new_params = jax.tree_util.tree_map(lambda p, g: p - JAX_LR * g, params, grads)
+        return new_params, loss
+
+    def eval_step(params: Any, x: Any, y: Any) -> tuple[Any, Any]:
+        logits = logits_fn(params, x)
+        log_probs = jax.nn.log_softmax(logits)
+        loss = -jnp.mean(jnp.take_along_axis(log_probs, y[:, None], axis=1))
+        return loss, jnp.mean(jnp.argmax(logits, axis=1) == y)
+
+    return params, jax.jit(train_step), jax.jit(eval_step)
+
+
+def _jax_batch(rng: Any) -> tuple[Any, Any]:
+    """Host-side work of a step: a random batch built with numpy."""
+    import numpy as np
+
+    x = rng.standard_normal((JAX_BATCH, JAX_WIDTHS[0])).astype(np.float32)
+    y = rng.integers(0, JAX_WIDTHS[-1], size=(JAX_BATCH,)).astype(np.int32)
+    return x, y
+
+
+def make_jax_cpu_steps(logdir: Path) -> None:
+    """jax.profiler.trace around JAX_STEPS StepTraceAnnotation-marked jitted train steps."""
+    jax = _import_jax()
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    params, train_step, _ = _jax_mlp(jax)
+    for _ in range(JAX_WARMUP_STEPS):  # compile + warm up outside the capture
+        params, loss = train_step(params, *_jax_batch(rng))
+        loss.block_until_ready()
+
+    with jax.profiler.trace(str(logdir)):
+        for step in range(JAX_STEPS):
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                x, y = _jax_batch(rng)
+                params, loss = train_step(params, x, y)
+                loss.block_until_ready()
+
+
+def make_jax_cpu_plain(logdir: Path) -> None:
+    """No step markers: JAX_PLAIN_TRAIN_CALLS train_step calls plus a few eval_step calls."""
+    jax = _import_jax()
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    params, train_step, eval_step = _jax_mlp(jax)
+    for _ in range(JAX_WARMUP_STEPS):  # compile both functions outside the capture
+        params, loss = train_step(params, *_jax_batch(rng))
+        loss.block_until_ready()
+    eval_step(params, *_jax_batch(rng))[0].block_until_ready()
+
+    with jax.profiler.trace(str(logdir)):
+        for call in range(JAX_PLAIN_TRAIN_CALLS):
+            x, y = _jax_batch(rng)
+            params, loss = train_step(params, x, y)
+            loss.block_until_ready()
+            if (call + 1) % JAX_PLAIN_EVAL_EVERY == 0:
+                eval_loss, _ = eval_step(params, *_jax_batch(rng))
+                eval_loss.block_until_ready()
+
+
+# --------------------------------------------------------------------------------------
 # The large benchmark profile.
 # --------------------------------------------------------------------------------------
 
 
 def _count_events(path: Path) -> int:
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
+    xplane_pb2 = _xplane_pb2()
     space = xplane_pb2.XSpace()
     space.ParseFromString(path.read_bytes())
     return sum(len(line.events) for plane in space.planes for line in plane.lines)
@@ -482,6 +629,8 @@ CAPTURES: dict[str, Callable[[Path], None]] = {
     "tfdata_slow": make_tfdata_slow,
     "tfdata_parallel": make_tfdata_parallel,
     "two_hosts": make_two_hosts,
+    "jax_cpu_steps": make_jax_cpu_steps,
+    "jax_cpu_plain": make_jax_cpu_plain,
 }
 
 
@@ -496,16 +645,17 @@ def _iter_xplane_files(root: Path) -> Iterator[Path]:
 
 def summarize_xplane(path: Path, verbose: bool = True) -> dict[str, Any]:
     """Parse one xplane.pb and return (and optionally print) its key facts."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
+    xplane_pb2 = _xplane_pb2()
     space = xplane_pb2.XSpace()
     space.ParseFromString(path.read_bytes())
     total = 0
     names: collections.Counter[str] = collections.Counter()
     planes: list[dict[str, Any]] = []
     stat_names: set[str] = set()
+    module_runs: dict[str, set[int]] = collections.defaultdict(set)
     for plane in space.planes:
         meta = plane.event_metadata
+        stat_ids = {m.id: m.name for m in plane.stat_metadata.values()}
         plane_events = 0
         lines: list[tuple[str, int]] = []
         for line in plane.lines:
@@ -513,6 +663,12 @@ def summarize_xplane(path: Path, verbose: bool = True) -> dict[str, Any]:
             lines.append((line.name, len(line.events)))
             for event in line.events:
                 names[meta[event.metadata_id].name] += 1
+                stats = {stat_ids.get(s.metadata_id): s for s in event.stats}
+                if "hlo_module" in stats and "run_id" in stats:  # an XLA op (JAX, XLA CPU)
+                    module = stats["hlo_module"]
+                    module_name = module.str_value or stat_ids.get(module.ref_value, "")
+                    run = stats["run_id"]
+                    module_runs[module_name].add(run.int64_value or run.uint64_value)
         stat_names.update(m.name for m in plane.stat_metadata.values())
         total += plane_events
         planes.append({"name": plane.name, "events": plane_events, "lines": lines})
@@ -529,6 +685,7 @@ def summarize_xplane(path: Path, verbose: bool = True) -> dict[str, Any]:
         "errors": list(space.errors),
         "warnings": list(space.warnings),
         "has_step_num_stat": "step_num" in stat_names,
+        "xla_module_runs": {k: len(v) for k, v in sorted(module_runs.items())},
     }
     if verbose:
         print(f"{path}  {facts['bytes'] / 1024:.1f} KiB  events={total}", flush=True)
@@ -545,6 +702,8 @@ def summarize_xplane(path: Path, verbose: bool = True) -> dict[str, Any]:
             f" Iterator::*={facts['iterator_events']} step markers={facts['step_markers']}"
         )
         print(f"    top events: {facts['top_events']}")
+        if facts["xla_module_runs"]:
+            print(f"    XLA module executions (distinct run_id): {facts['xla_module_runs']}")
     return facts
 
 
@@ -621,7 +780,7 @@ def generate_large(logdir: Path) -> None:
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Capture real TensorFlow profiles as TensorBoard-logdir test fixtures.",
+        description="Capture real TensorFlow and JAX profiles as TensorBoard-logdir test fixtures.",
         epilog="See the module docstring for what each fixture contains.",
     )
     parser.add_argument(

@@ -340,18 +340,18 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
                        eager: np.ndarray) -> OpTable:
     """Host ops plus the XLA ops that ran on host threads (XLA's CPU thunks carry `hlo_op`).
 
-    They are named by their HLO op (`dot.1`, `fusion`), typed by its kind, category "XLA".
-    IDLE is left as the TensorFlow ops gave it.
+    They are named `<module>/<HLO op>` (HLO op names repeat across modules), typed by the HLO
+    op's kind (`dot`, `loop_fusion`), category "XLA". IDLE is left as the TensorFlow ops gave it.
     """
     canon = table.canonical
     events = np.flatnonzero(candidates & (canon.hlo_op >= 0))
     if len(events) == 0:
         return host
-    codes = canon.hlo_op[events]
-    uniq, inverse = np.unique(codes, return_inverse=True)
-    names = [canon.text(c) for c in uniq.tolist()]
-    types = [canon.text(int(canon.op_type[events[np.argmax(codes == c)]])) for c in
-             uniq.tolist()]
+    pairs = np.stack([canon.module[events], canon.hlo_op[events]], axis=1)
+    uniq, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    names = [f"{canon.text(m)}/{canon.text(h)}" if m >= 0 else canon.text(h)
+             for m, h in uniq.tolist()]  # per distinct (module, HLO op)
+    types = [canon.text(int(c)) for c in canon.op_type[events[first]].tolist()]
     self_time, _ = _self_times(table, events)
     xla = _aggregate(names, inverse.ravel().astype(np.int64), table.duration_ps[events],
                      self_time, eager[events], types, ["XLA"] * len(names), None)
