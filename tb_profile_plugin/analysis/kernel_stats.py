@@ -149,11 +149,9 @@ class KernelStats:
     num_gpu_events: int  # events on GPU planes (kernels, memcpys, ...)
 
 
-def _shown_op(op_name: str, op_type: str, hlo_op: str) -> str:
-    """`name:Type` when the type is the framework's, the name alone when it is the HLO kind."""
-    if not op_name or not op_type or (hlo_op and op_type == hlo_kind(hlo_op)):
-        return op_name
-    return f"{op_name}:{op_type}"
+def _shown_op(op_name: str, framework_type: str) -> str:
+    """`name:Type` for TensorFlow ops (the producer wrote the type), else the name alone."""
+    return f"{op_name}:{framework_type}" if op_name and framework_type else op_name
 
 
 def build_kernel_stats(table: EventTable) -> KernelStats:
@@ -168,7 +166,8 @@ def build_kernel_stats(table: EventTable) -> KernelStats:
         return KernelStats([], num_planes, int(on_gpu.sum()))
     canon = table.canonical
     keys = np.stack([table.name_id[kernels], details_code[kernels], canon.op_name[kernels],
-                     canon.op_type[kernels], canon.hlo_op[kernels]], axis=1)
+                     np.where(canon.framework_typed[kernels], canon.op_type[kernels], -1),
+                     canon.hlo_op[kernels]], axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.ravel()
     duration = table.duration_ps[kernels]
@@ -185,7 +184,7 @@ def build_kernel_stats(table: EventTable) -> KernelStats:
     for j, (name_id, d_code, o_code, t_code, h_code) in enumerate(unique.tolist()):
         name = table.names[name_id]  # one iteration per unique kernel row
         hlo_op = canon.text(h_code)
-        op = _shown_op(canon.text(o_code), canon.text(t_code), hlo_op)
+        op = _shown_op(canon.text(o_code), canon.text(t_code))
         tc = uses_tensor_core(name)
         rows.append(KernelRow(
             name, parsed[d_code], op, hlo_op, tc, tc or op_tensor_core_eligible(op, hlo_op),

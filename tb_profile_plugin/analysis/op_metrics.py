@@ -378,8 +378,11 @@ def _device_kind(kernel_name: str) -> str:
     if op.category in (OpCategory.MEMCPY_H2D, OpCategory.MEMCPY_D2H, OpCategory.MEMCPY_D2D,
                        OpCategory.MEMCPY_H2H):
         return "Memcpy"
-    if kernel_name.lower().startswith("nccl"):
+    lowered = kernel_name.lower()
+    if lowered.startswith(("nccl", "rccl")):
         return "Collective"
+    if lowered.startswith("__amd_rocclr_copy"):  # ROCm's runtime copy kernels
+        return "Memcpy"
     return ""
 
 

@@ -39,15 +39,18 @@ producer wrote, on the event or on its event metadata (the event's own stat wins
 | TF <= 2.4 (CUPTI) | `level 0` = "name:Type"         | -              | -            | duration   |
 | JAX GPU (CUPTI,   | `name` = JAX op path (`tf_op` = | `hlo_op`       | `hlo_module` | duration   |
 | ROCm)             | "XlaModule:" names no op);      |                | `program_id` |            |
-|                   | type: the HLO op's kind         |                |              |            |
+|                   | type: the path's last component |                |              |            |
 | XLA on TPU        | metadata `tf_op` (JAX op path); | `display_name` | `program_id` | device_   |
 |                   | type: metadata `hlo_category`   |                |              | duration_ps|
 | XLA on CPU thunks | `hlo_op` (no framework op)      | `hlo_op`       | `hlo_module` | duration   |
 
-Where no framework op exists the op is named by its HLO op. The "kernel" of an event is its
-event name, except on TPU XLA Ops lines where the metadata name is the whole HLO instruction
-text and the `display_name` (or the HLO op) is used instead. `flops` and `bytes_accessed`
-(TPU metadata) come along where written.
+An op named by a path without a type (JAX) is typed by the path's last component
+(`jit(f)/jvp()/dot_general` -> `dot_general`), as the reference types it. Where no framework
+op exists the op is named by its HLO op and typed by the HLO op's kind (`fusion.3` -> `fusion`).
+TPU ops are typed by their `hlo_category`. The "kernel" of an event is its event name, except
+on TPU XLA Ops lines where the metadata name is the whole HLO instruction text and the
+`display_name` (or the HLO op) is used instead. `flops` and `bytes_accessed` (TPU metadata)
+come along where written.
 """
 
 from __future__ import annotations
@@ -171,6 +174,7 @@ class CanonicalColumns:
     device_duration_ps: np.ndarray  # int64: the device's own time for the op
     flops: np.ndarray  # float64, NaN where not written
     bytes_accessed: np.ndarray  # float64, NaN where not written
+    framework_typed: np.ndarray  # bool: the producer wrote "name:Type" (a TensorFlow op)
     texts: list[str]
 
     def text(self, code: int) -> str:
@@ -327,7 +331,7 @@ def canonical_columns(lines: list[tuple[Plane, Line]]) -> CanonicalColumns:
     index = TextIndex()
     parts: dict[str, list[np.ndarray]] = {k: [] for k in (
         "op_name", "op_type", "hlo_op", "module", "kernel", "device_duration_ps", "flops",
-        "bytes_accessed")}
+        "bytes_accessed", "framework_typed")}
     for plane, line in lines:
         for key, column in _line_columns(plane, line, index).items():
             parts[key].append(column)
@@ -341,7 +345,7 @@ def canonical_columns(lines: list[tuple[Plane, Line]]) -> CanonicalColumns:
     return CanonicalColumns(
         ints["op_name"], ints["op_type"], ints["hlo_op"], ints["module"], ints["kernel"],
         ints["device_duration_ps"], cat("flops", np.float64), cat("bytes_accessed", np.float64),
-        index.texts,
+        cat("framework_typed", bool), index.texts,
     )
 
 
@@ -350,6 +354,7 @@ def _host_line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, 
     n = len(line.events)
     none = np.full(n, -1, np.int64)
     out = {"op_name": none, "op_type": none, "hlo_op": none, "module": none, "kernel": none,
+           "framework_typed": np.zeros(n, bool),
            "device_duration_ps": line.events.duration_ps, "flops": np.full(n, np.nan),
            "bytes_accessed": np.full(n, np.nan)}
     if plane.stat_metadata.id_of("hlo_op") is None:
@@ -362,6 +367,17 @@ def _host_line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, 
     out.update(op_name=hlo, op_type=_hlo_kinds(hlo, index), hlo_op=hlo,
                module=np.where(module >= 0, module, stats.text("program_id", index)))
     return out
+
+
+def _path_leaves(op_name: np.ndarray, index: TextIndex) -> np.ndarray:
+    """Per event: the code of its op path's last component (`jit(f)/jvp()/dot_general` ->
+    `dot_general`)."""
+    present = np.unique(op_name)
+    texts = index.texts
+    leaves = np.full(len(texts) + 1, -1, np.int64)
+    for code in present.tolist():  # distinct op names, not events
+        leaves[code] = index.code(texts[code].rsplit("/", 1)[-1])
+    return leaves[op_name]
 
 
 def _hlo_kinds(hlo: np.ndarray, index: TextIndex) -> np.ndarray:
@@ -396,15 +412,18 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.nd
             type_of[code] = index.code(op_t) if op_t else -1
         op_name = name_of[framework]
         op_type = type_of[framework]
+    framework_typed = op_type >= 0
     jax_name = stats.text("name", index)
     op_name = np.where(op_name >= 0, op_name, jax_name)
+    op_type = np.where(op_type >= 0, op_type, stats.text("hlo_category", index))
+    untyped = (op_type < 0) & (op_name >= 0)
+    if untyped.any():  # a JAX op path is typed by its last component, as the reference does
+        op_type[untyped] = _path_leaves(op_name[untyped], index)
     hlo = stats.text("hlo_op", index)
     kernel = stats.metadata_names(index, display=xla_line)
     if xla_line:
         hlo = np.where(hlo >= 0, hlo, kernel)
     op_name = np.where(op_name >= 0, op_name, hlo)
-    category = stats.text("hlo_category", index)
-    op_type = np.where(op_type >= 0, op_type, category)
     missing = (op_type < 0) & (hlo >= 0)
     if missing.any():
         op_type[missing] = _hlo_kinds(hlo[missing], index)
@@ -418,5 +437,6 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.nd
     return {
         "op_name": op_name, "op_type": op_type, "hlo_op": hlo, "module": module,
         "kernel": kernel, "device_duration_ps": device_duration,
+        "framework_typed": framework_typed,
         "flops": stats.number("flops"), "bytes_accessed": stats.number("bytes_accessed"),
     }

@@ -132,7 +132,8 @@ def test_jax_gpu_ops_are_the_jax_op_paths() -> None:
     dot = per_op["jit(matmul)/dot_general"]
     assert analysis.ops.device_tf_ops.self_ps[dot] == 8_000
     assert analysis.ops.device_tf_ops.occurrences[dot] == 2
-    assert analysis.ops.device_tf_ops.type[dot] == "gemm_fusion_dot"
+    assert analysis.ops.device_tf_ops.type[dot] == "dot_general"  # the path's last component
+    assert analysis.ops.device_tf_ops.type[per_op["copy.1"]] == "copy"  # the HLO op's kind
     facts = analysis.ops.device_op_facts["jit(matmul)/dot_general"]
     assert facts.hlo_ops == "gemm_fusion_dot.1" and facts.module == "jit_matmul"
     assert math.isnan(facts.flops)
