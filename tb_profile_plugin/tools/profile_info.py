@@ -14,14 +14,15 @@ import numpy as np
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
-from tb_profile_plugin.xspace.schema import is_derived_line, is_device_plane
+from tb_profile_plugin.xspace.producers import kind_of
+from tb_profile_plugin.xspace.schema import is_device_plane
 
 NAME = "profile_info"
 VERSION = 1
 _PS_PER_MS = 1e9
 
 
-def _line_row(plane_name: str, line: Line) -> dict[str, Any]:
+def _line_row(plane: Plane, line: Line) -> dict[str, Any]:
     events = line.events
     if len(events):
         begin_ps = int(events.start_ps.min())
@@ -29,10 +30,11 @@ def _line_row(plane_name: str, line: Line) -> dict[str, Any]:
     else:
         begin_ps = end_ps = 0
     return {
-        "plane": plane_name,
+        "plane": plane.name,
         "line_id": line.id,
         "line": line.label,
-        "derived": is_derived_line(line.id, line.name),
+        "derived": kind_of(plane, line).producer_derived,
+        "kind": kind_of(plane, line).value,
         "events": len(events),
         "stats": len(line.stats),
         "begin_ms": begin_ps / _PS_PER_MS,
@@ -81,7 +83,7 @@ def _host_summary(host: str, profile: Profile, diagnostics: Diagnostics) -> dict
         "hostnames": profile.hostnames,
         "num_events": profile.num_events,
         "planes": planes,
-        "lines": [_line_row(p.name, line) for p in profile.planes for line in p.lines],
+        "lines": [_line_row(p, line) for p in profile.planes for line in p.lines],
     }
 
 
@@ -97,7 +99,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
 
 
 def lines_table(doc: dict[str, Any]) -> Table:
-    header = ["host", "plane", "line_id", "line", "derived", "events", "stats", "begin_ms",
+    header = ["host", "plane", "line_id", "line", "derived", "kind", "events", "stats", "begin_ms",
               "end_ms", "busy_ms"]
     rows = [[h["host"], *(row[k] for k in header[1:])] for h in doc["hosts"] for row in h["lines"]]
     return header, rows

@@ -7,9 +7,15 @@ the trace shows above them:
   step of a device event is its `group_id` stat when the file has one, else the group the
   event forest (analysis/forest.py: host step roots reach kernels through `correlation_id`)
   gives it; the event is named by the step number.
-* **TensorFlow Ops**: consecutive kernels (in start order over all streams) launched by the
-  same op (`tf_op` stat) become one event spanning them, named by the op.
-* **XLA Ops**: the same over the `hlo_op` stat.
+* **XLA Modules**: consecutive kernels of one XLA module execution (the canonical module,
+  xspace/producers.py, and `run_id` where the kernels carry it), named by the module.
+* **TensorFlow Ops** (or **Framework Ops** for JAX op paths): consecutive kernels (in start
+  order over all streams) of the same canonical op become one event spanning them, named by
+  the op. JAX's constant `tf_op = "XlaModule:"` is no op, so it never draws one bar.
+* **XLA Ops**: the same over (module execution, HLO op), so two executions never merge.
+
+A track is derived only where the producer did not write a line of that name itself
+(trace/index.py).
 
 Each derived event remembers the first device event it covers (`source`, a row of the plane's
 `EventTable`), so the details pane can show that event's stats. Nothing here loops over events.
@@ -24,9 +30,12 @@ import numpy as np
 from tb_profile_plugin.analysis.events import EventTable, build_event_table
 from tb_profile_plugin.analysis.profile_cache import profile_forest
 from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.producers import CanonicalColumns
 
 STEPS = "Steps"
 TF_OPS = "TensorFlow Ops"
+FRAMEWORK_OPS = "Framework Ops"
+XLA_MODULES = "XLA Modules"
 XLA_OPS = "XLA Ops"
 
 
@@ -42,7 +51,8 @@ class DerivedTrack:
 
 
 def derive_tracks(profile: Profile, plane_index: int) -> list[DerivedTrack]:
-    """Steps, TensorFlow Ops and XLA Ops of one device plane (those that have data)."""
+    """Steps, XLA Modules, TensorFlow/Framework Ops and XLA Ops of one device plane (those
+    that have data)."""
     plane = profile.planes[plane_index]
     table = build_event_table(profile, lambda name: name == plane.name)
     if len(table) == 0:
@@ -51,11 +61,38 @@ def derive_tracks(profile: Profile, plane_index: int) -> list[DerivedTrack]:
     steps = _steps(profile, plane_index, table)
     if steps is not None:
         tracks.append(steps)
-    for title, stat in ((TF_OPS, "tf_op"), (XLA_OPS, "hlo_op")):
-        ops = _op_runs(table, title, stat)
+    canon = table.canonical
+    framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
+    execution = _pair_key(canon.module, table.int_stat("run_id"))
+    op_label, op_texts = _framework_labels(canon)
+    for title, key, label, texts in (
+            (XLA_MODULES, execution, canon.module, canon.texts),
+            (framework, op_label, op_label, op_texts),
+            (XLA_OPS, _pair_key(execution, canon.hlo_op), canon.hlo_op, canon.texts)):
+        ops = _runs(table, title, key, label, texts)
         if ops is not None:
             tracks.append(ops)
     return tracks
+
+
+def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
+    """Per event, a label code for its framework op: `name:Type` where the producer wrote the
+    type (TensorFlow, as its own TensorFlow Ops line names them), else the op's name."""
+    typed = np.where(canon.framework_typed, canon.op_type, -1)
+    pairs = np.stack([canon.op_name, typed], axis=1)
+    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    texts = [f"{canon.text(n)}:{canon.text(t)}" if t >= 0 else canon.text(n)
+             for n, t in uniq.tolist()]  # per distinct op, not per event
+    label = inverse.ravel().astype(np.int64)
+    return np.where(canon.op_name >= 0, label, -1), texts
+
+
+def _pair_key(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """One int64 key per (first, second) pair; -1 where both are -1."""
+    both = np.stack([first, second], axis=1)
+    _, inverse = np.unique(both, axis=0, return_inverse=True)
+    key = inverse.ravel().astype(np.int64)
+    return np.where((first < 0) & (second < 0), -1, key)
 
 
 def _spans(table: EventTable, key: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -91,12 +128,13 @@ def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrac
     return DerivedTrack(STEPS, start, end, np.arange(len(texts)), texts, first, table)
 
 
-def _op_runs(table: EventTable, title: str, stat: str) -> DerivedTrack | None:
-    codes, texts = table.str_stat_codes(stat)
-    named = np.array([bool(t) for t in texts] + [False])  # an empty op name is no op
-    events = np.flatnonzero(named[codes])
+def _runs(table: EventTable, title: str, key: np.ndarray, label: np.ndarray,
+          texts: list[str]) -> DerivedTrack | None:
+    """Consecutive events (in start order over the plane) with one `key` become one event,
+    named by the `label` text of its first event; events whose label is -1 are left out."""
+    events = np.flatnonzero((label >= 0) & (key >= 0))
     if len(events) == 0:
         return None
     by_time = events[np.lexsort((events, table.start_ps[events]))]
-    start, end, keys, first = _spans(table, codes, by_time)
-    return DerivedTrack(title, start, end, keys, texts, first, table)
+    start, end, _keys, first = _spans(table, key, by_time)
+    return DerivedTrack(title, start, end, label[first], texts, first, table)

@@ -32,20 +32,25 @@ import numpy as np
 
 from tb_profile_plugin.analysis.profile_cache import per_profile
 from tb_profile_plugin.trace.depth import depth_order
-from tb_profile_plugin.trace.derived import STEPS, TF_OPS, XLA_OPS, derive_tracks
+from tb_profile_plugin.trace.derived import (
+    FRAMEWORK_OPS,
+    STEPS,
+    TF_OPS,
+    XLA_MODULES,
+    XLA_OPS,
+    derive_tracks,
+)
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
+from tb_profile_plugin.xspace.producers import LineKind, PlaneKind, kind_of, plane_kind
 from tb_profile_plugin.xspace.schema import (
-    DERIVED_LINE_NAMES,
     HOST_PLANE_NAME,
     TASK_ENVIRONMENT_PLANE_NAME,
-    is_derived_line,
     is_device_plane,
-    is_gpu_plane,
 )
 
 #: Unix ns below this are taken as relative to the capture's `profile_start_time` (~1 day).
 _RELATIVE_TIMESTAMP_MAX_NS = 86_400 * 10**9
-_DERIVED_ORDER = (STEPS, TF_OPS, XLA_OPS)
+_DERIVED_ORDER = (STEPS, XLA_MODULES, TF_OPS, FRAMEWORK_OPS, XLA_OPS)
 _DIGITS = re.compile(r"(\d+)")
 
 
@@ -144,9 +149,9 @@ def _plane_key(plane: Plane) -> tuple[Any, ...]:
     return (2, _natural(plane.name))
 
 
-def _line_key(line: Line, device: bool) -> tuple[Any, ...]:
+def _line_key(plane: Plane, line: Line, device: bool) -> tuple[Any, ...]:
     label = line.label
-    if is_derived_line(line.id, line.name) or (device and line.name in DERIVED_LINE_NAMES):
+    if kind_of(plane, line) not in (LineKind.THREAD, LineKind.STREAM):
         order = _DERIVED_ORDER.index(line.name) if line.name in _DERIVED_ORDER else 9
         return (0, order, label, line.id)
     if device:
@@ -189,7 +194,7 @@ def build_index(profile: Profile) -> TraceIndex:
         local = names.ids(table.names.tolist())
         unknown = "<unknown event metadata>"
         tracks: list[_Track] = []
-        for line in sorted(plane.lines, key=lambda ln: _line_key(ln, device)):
+        for line in sorted(plane.lines, key=lambda ln: _line_key(plane, ln, device)):
             line_position[id(line)] = len(lines)
             lines.append((p_index, line))
             rows = table.rows_of(line.events.metadata_id)
@@ -203,10 +208,15 @@ def build_index(profile: Profile) -> TraceIndex:
                 np.full(n, line_position[id(line)], np.int32), np.arange(n, dtype=np.int64),
                 False,
             ))
-        has_derived = any(is_derived_line(ln.id, ln.name) for ln in plane.lines)
-        if is_gpu_plane(plane.name) and not has_derived:
+        # The producer's own lines (TF <= 2.4: Steps, TensorFlow Ops, ...) are shown once:
+        # a track is derived only where no line of that name exists.
+        written = {ln.name for ln in plane.lines
+                   if kind_of(plane, ln) not in (LineKind.THREAD, LineKind.STREAM)}
+        if plane_kind(plane.name) == PlaneKind.GPU:
             derived = []
             for d in derive_tracks(profile, p_index):
+                if d.name in written:
+                    continue
                 pos = np.array([line_position[id(ln)] for _, ln in d.table.lines], np.int32)
                 k = d.table.line_index[d.source]
                 derived.append(_Track(

@@ -20,8 +20,9 @@ CUSTOM_PLANE_PREFIX = "/device:CUSTOM:"
 TASK_ENVIRONMENT_PLANE_NAME = "/host:Task Environment"
 METADATA_PLANE_NAME = "/host:metadata"
 
-#: Lines the profiler derives from others (Steps, XLA Ops, ...) take ids from this range.
-#: Host thread ids are arbitrary 64-bit numbers, so the name is checked too.
+#: Lines the profiler derives from others (Steps, XLA Ops, ...) take ids from this range
+#: (TF <= 2.4: sign-extended from int32). Host thread ids are arbitrary 64-bit numbers, so
+#: the name is checked too: xspace/producers.py `line_kind` classifies lines.
 DERIVED_LINE_ID_MIN = 0xDEADBEEF
 DERIVED_LINE_ID_MAX = 0xDEADBEEF + 0xFF
 DERIVED_LINE_NAMES = frozenset({
@@ -29,11 +30,6 @@ DERIVED_LINE_NAMES = frozenset({
     "Launch Stats", "Framework Ops", "Framework Name Scope", "Source code", "XLA TraceMe",
     "SparseCore Ops", "SparseCore Modules", "Async XLA Ops",
 })
-
-
-def is_derived_line(line_id: int, line_name: str) -> bool:
-    """True for lines the profiler derived from other lines (they repeat real events)."""
-    return DERIVED_LINE_ID_MIN <= line_id <= DERIVED_LINE_ID_MAX and line_name in DERIVED_LINE_NAMES
 
 
 class StatKind(enum.IntEnum):
