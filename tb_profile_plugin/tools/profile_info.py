@@ -99,8 +99,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
 
 
 def lines_table(doc: dict[str, Any]) -> Table:
-    header = ["host", "plane", "line_id", "line", "derived", "kind", "events", "stats", "begin_ms",
-              "end_ms", "busy_ms"]
+    header = ["host", "plane", "line_id", "line", "derived", "events", "stats", "begin_ms",
+              "end_ms", "busy_ms", "kind"]  # new columns go last: scripts read by position
     rows = [[h["host"], *(row[k] for k in header[1:])] for h in doc["hosts"] for row in h["lines"]]
     return header, rows
 
