@@ -241,3 +241,18 @@ def stats_plane(
     for key, value in stats.items():
         plane.plane_stat(key, value)
     return plane
+
+
+#: The ids TF <= 2.4 gives its own derived GPU lines: 0xDEADBEEF + k written as int32 and read
+#: back sign-extended (Steps k=0, TensorFlow Name Scope k=2, TensorFlow Ops k=3).
+TF24_STEPS_LINE_ID = -559038737
+TF24_NAME_SCOPE_LINE_ID = -559038735
+TF24_TF_OPS_LINE_ID = -559038734
+
+
+def tf24_derived_lines(plane: PlaneBuilder) -> tuple[LineBuilder, LineBuilder, LineBuilder]:
+    """The (Steps, TensorFlow Ops, TensorFlow Name Scope) lines TF <= 2.4 writes on a GPU plane,
+    with its sign-extended ids; their events are the caller's (they repeat the kernels')."""
+    return (plane.line("Steps", line_id=TF24_STEPS_LINE_ID),
+            plane.line("TensorFlow Ops", line_id=TF24_TF_OPS_LINE_ID),
+            plane.line("TensorFlow Name Scope", line_id=TF24_NAME_SCOPE_LINE_ID))

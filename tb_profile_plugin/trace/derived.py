@@ -1,21 +1,30 @@
-"""Tracks derived from a GPU plane's kernels: Steps, TensorFlow Ops and XLA Ops.
+"""Tracks derived from a GPU plane's kernels: Steps, XLA Modules, framework ops and XLA Ops.
 
-A raw GPU capture holds only stream lines (one per CUDA stream). Like the reference's viewer,
-the trace shows above them:
+A raw GPU capture holds only stream lines (one per CUDA/HIP stream). Like the reference's
+viewer, the trace shows above them, from the canonical columns (xspace/producers.py) and never
+from a producer's raw stats:
 
 * **Steps**: one event per step, from the first to the last device event of that step. The
   step of a device event is its `group_id` stat when the file has one, else the group the
   event forest (analysis/forest.py: host step roots reach kernels through `correlation_id`)
   gives it; the event is named by the step number.
-* **XLA Modules**: consecutive kernels of one XLA module execution (the canonical module,
-  xspace/producers.py, and `run_id` where the kernels carry it), named by the module.
-* **TensorFlow Ops** (or **Framework Ops** for JAX op paths): consecutive kernels (in start
-  order over all streams) of the same canonical op become one event spanning them, named by
-  the op. JAX's constant `tf_op = "XlaModule:"` is no op, so it never draws one bar.
-* **XLA Ops**: the same over (module execution, HLO op), so two executions never merge.
+* **XLA Modules**: one event per execution of an XLA program, named by its canonical module.
+  An execution is a maximal run, in start order over the plane, of events of one module, one
+  `run_id` and one step (`group_id`). Where the kernels carry `run_id` (XLA's id of the
+  execution), the run_id alone delimits executions and events of no module in between are
+  ignored. Where they don't (JAX on GPU), an execution ends wherever the module changes,
+  including to no module: an argument copy or another program between two calls of `jit_f`
+  separates them, so back-to-back calls never draw one bar across the idle time between.
+* **TensorFlow Ops** (kernels whose producer wrote `name:Type`, TF) or **Framework Ops** (JAX
+  op paths): consecutive events in start order over the plane with the same canonical op, in
+  the same execution and step, become one event spanning them, named by the op (`name:Type`
+  for TF, as TF's own line names them). Events of no op are skipped, not a break. JAX's
+  constant `tf_op = "XlaModule:"` is no op (the canonical op is the kernel's JAX op path), so
+  no bar spans a whole capture.
+* **XLA Ops**: the same over (execution, HLO op): two executions never merge.
 
 A track is derived only where the producer did not write a line of that name itself
-(trace/index.py).
+(trace/index.py passes the names to `derive_tracks`).
 
 Each derived event remembers the first device event it covers (`source`, a row of the plane's
 `EventTable`), so the details pane can show that event's stats. Nothing here loops over events.
@@ -23,6 +32,7 @@ Each derived event remembers the first device event it covers (`source`, a row o
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +47,8 @@ TF_OPS = "TensorFlow Ops"
 FRAMEWORK_OPS = "Framework Ops"
 XLA_MODULES = "XLA Modules"
 XLA_OPS = "XLA Ops"
+#: Names of one track: a producer's line of either name stands for the derived framework ops.
+_SAME_TRACK = {TF_OPS: FRAMEWORK_OPS, FRAMEWORK_OPS: TF_OPS}
 
 
 @dataclass(frozen=True)
@@ -50,29 +62,60 @@ class DerivedTrack:
     table: EventTable
 
 
-def derive_tracks(profile: Profile, plane_index: int) -> list[DerivedTrack]:
-    """Steps, XLA Modules, TensorFlow/Framework Ops and XLA Ops of one device plane (those
-    that have data)."""
+def derive_tracks(profile: Profile, plane_index: int,
+                  written: Collection[str] = ()) -> list[DerivedTrack]:
+    """Steps, XLA Modules, TensorFlow/Framework Ops and XLA Ops of one device plane (those that
+    have data), except the tracks named in `written` (the producer's own lines)."""
     plane = profile.planes[plane_index]
+    skip = set(written) | {_SAME_TRACK[n] for n in written if n in _SAME_TRACK}
     table = build_event_table(profile, lambda name: name == plane.name)
     if len(table) == 0:
         return []
     tracks = []
-    steps = _steps(profile, plane_index, table)
-    if steps is not None:
-        tracks.append(steps)
+    if STEPS not in skip:
+        steps = _steps(profile, plane_index, table)
+        if steps is not None:
+            tracks.append(steps)
     canon = table.canonical
+    by_time = np.lexsort((np.arange(len(table)), table.start_ps))
+    group = table.int_stat("group_id")
+    execution = _executions(canon.module, table.int_stat("run_id"), group, by_time)
     framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
-    execution = _pair_key(canon.module, table.int_stat("run_id"))
     op_label, op_texts = _framework_labels(canon)
     for title, key, label, texts in (
             (XLA_MODULES, execution, canon.module, canon.texts),
-            (framework, op_label, op_label, op_texts),
-            (XLA_OPS, _pair_key(execution, canon.hlo_op), canon.hlo_op, canon.texts)):
-        ops = _runs(table, title, key, label, texts)
+            (framework, _tuple_key(execution, group, op_label), op_label, op_texts),
+            (XLA_OPS, _tuple_key(execution, canon.hlo_op), canon.hlo_op, canon.texts)):
+        if title in skip:
+            continue
+        ops = _runs(table, by_time, title, key, label, texts)
         if ops is not None:
             tracks.append(ops)
     return tracks
+
+
+def _executions(module: np.ndarray, run_id: np.ndarray, group: np.ndarray,
+                by_time: np.ndarray) -> np.ndarray:
+    """Per event, a dense id of the module execution it belongs to; -1 where it has no module.
+
+    See the module docstring: with `run_id`, runs of (module, run_id, step) among the events of
+    a module; without, runs of (module, step) among all events, so that a module-less event
+    ends an execution.
+    """
+    in_module = module >= 0
+    out = np.full(len(module), -1, np.int64)
+    if not in_module.any():
+        return out
+    with_run_id = bool(np.any(run_id[in_module] >= 0))
+    seq = by_time[in_module[by_time]] if with_run_id else by_time
+    cols = (module, run_id, group) if with_run_id else (module, group)
+    new = np.zeros(len(seq), bool)
+    new[0] = True
+    for col in cols:
+        ordered = col[seq]
+        new[1:] |= ordered[1:] != ordered[:-1]
+    out[seq] = np.cumsum(new) - 1
+    return np.where(in_module, out, -1)
 
 
 def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
@@ -87,12 +130,10 @@ def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
     return np.where(canon.op_name >= 0, label, -1), texts
 
 
-def _pair_key(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """One int64 key per (first, second) pair; -1 where both are -1."""
-    both = np.stack([first, second], axis=1)
-    _, inverse = np.unique(both, axis=0, return_inverse=True)
-    key = inverse.ravel().astype(np.int64)
-    return np.where((first < 0) & (second < 0), -1, key)
+def _tuple_key(*columns: np.ndarray) -> np.ndarray:
+    """One dense int64 key per distinct tuple of `columns` (-1 is a value like any other)."""
+    _, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+    return inverse.ravel().astype(np.int64)
 
 
 def _spans(table: EventTable, key: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -128,13 +169,13 @@ def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrac
     return DerivedTrack(STEPS, start, end, np.arange(len(texts)), texts, first, table)
 
 
-def _runs(table: EventTable, title: str, key: np.ndarray, label: np.ndarray,
-          texts: list[str]) -> DerivedTrack | None:
-    """Consecutive events (in start order over the plane) with one `key` become one event,
-    named by the `label` text of its first event; events whose label is -1 are left out."""
-    events = np.flatnonzero((label >= 0) & (key >= 0))
+def _runs(table: EventTable, by_time: np.ndarray, title: str, key: np.ndarray,
+          label: np.ndarray, texts: list[str]) -> DerivedTrack | None:
+    """Consecutive events of `by_time` (the plane's events in start order) with one `key`
+    become one event, named by the `label` text of its first event; events whose label or key
+    is -1 are left out (skipped, not a break)."""
+    events = by_time[(label[by_time] >= 0) & (key[by_time] >= 0)]
     if len(events) == 0:
         return None
-    by_time = events[np.lexsort((events, table.start_ps[events]))]
-    start, end, _keys, first = _spans(table, key, by_time)
+    start, end, _keys, first = _spans(table, key, events)
     return DerivedTrack(title, start, end, label[first], texts, first, table)

@@ -1,10 +1,15 @@
 """The trace index of one profile: every event per track, ready for window queries.
 
 Tracks: a process per plane (devices first by ordinal, then `/host:CPU`, then other planes with
-lines), a thread per line. On a device plane the derived tracks come first (Steps, TensorFlow
-Ops, XLA Ops: the file's own derived lines, or, on GPU planes without them, tracks derived
-from the kernels by `trace/derived.py`), then the streams by line id. Host threads are grouped
-by pool name (`python` first, then `tf_Compute/...`, `tf_data_.../...` by name), then by id.
+lines), a thread per line. Lines are told apart only by `producers.kind_of`: the lines that are
+neither host threads nor streams (the producer's Steps, XLA Modules, TensorFlow Ops, XLA Ops,
+..., whatever their id form: TF <= 2.4's sign-extended int32 ids, TPU's small ids) are shown
+once each, above the streams, in the order Steps, XLA Modules, then the ops lines. On a GPU
+plane, `trace/derived.py` derives from the kernels each of those tracks *the producer did not
+write*, track by track: a TF 2.4 plane with its own Steps and TensorFlow Ops lines gets no
+second Steps or TensorFlow Ops track, but still a derived XLA Ops track where its kernels name
+HLO ops. Then the streams by line id. Host threads are grouped by pool name (`python` first,
+then `tf_Compute/...`, `tf_data_.../...` by name), then by id.
 
 Storage: all events in one set of columns, ordered by (track, depth, start); an event's id is
 its position there, so ids are stable for a file. Each (track, depth) is a *segment*: its
@@ -149,11 +154,20 @@ def _plane_key(plane: Plane) -> tuple[Any, ...]:
     return (2, _natural(plane.name))
 
 
+def _is_track_line(plane: Plane, line: Line) -> bool:
+    """A line shown above the streams: not a thread or stream (`producers.kind_of`)."""
+    return kind_of(plane, line) not in (LineKind.THREAD, LineKind.STREAM)
+
+
+def _track_rank(name: str) -> int:
+    """Position of a track above the streams: Steps, XLA Modules, the ops lines, the rest."""
+    return _DERIVED_ORDER.index(name) if name in _DERIVED_ORDER else len(_DERIVED_ORDER)
+
+
 def _line_key(plane: Plane, line: Line, device: bool) -> tuple[Any, ...]:
     label = line.label
-    if kind_of(plane, line) not in (LineKind.THREAD, LineKind.STREAM):
-        order = _DERIVED_ORDER.index(line.name) if line.name in _DERIVED_ORDER else 9
-        return (0, order, label, line.id)
+    if _is_track_line(plane, line):
+        return (0, _track_rank(line.name), label, line.id)
     if device:
         return (1, 0, "", line.id)
     pool = label.split("/", 1)[0]
@@ -194,7 +208,8 @@ def build_index(profile: Profile) -> TraceIndex:
         local = names.ids(table.names.tolist())
         unknown = "<unknown event metadata>"
         tracks: list[_Track] = []
-        for line in sorted(plane.lines, key=lambda ln: _line_key(plane, ln, device)):
+        plane_lines = sorted(plane.lines, key=lambda ln: _line_key(plane, ln, device))
+        for line in plane_lines:
             line_position[id(line)] = len(lines)
             lines.append((p_index, line))
             rows = table.rows_of(line.events.metadata_id)
@@ -210,20 +225,23 @@ def build_index(profile: Profile) -> TraceIndex:
             ))
         # The producer's own lines (TF <= 2.4: Steps, TensorFlow Ops, ...) are shown once:
         # a track is derived only where no line of that name exists.
-        written = {ln.name for ln in plane.lines
-                   if kind_of(plane, ln) not in (LineKind.THREAD, LineKind.STREAM)}
         if plane_kind(plane.name) == PlaneKind.GPU:
+            written = {ln.name for ln in plane.lines if _is_track_line(plane, ln)}
             derived = []
-            for d in derive_tracks(profile, p_index):
-                if d.name in written:
-                    continue
+            for d in derive_tracks(profile, p_index, written):
                 pos = np.array([line_position[id(ln)] for _, ln in d.table.lines], np.int32)
                 k = d.table.line_index[d.source]
                 derived.append(_Track(
                     d.name, d.start_ps, d.end_ps, names.ids(d.texts)[d.text_id],
                     pos[k], d.source - d.table.line_bounds[k], True,
                 ))
-            tracks = derived + tracks
+            # Derived and written tracks interleave in one order above the streams (a stable
+            # sort: the lines keep their own order otherwise).
+            ranks = [_track_rank(t.name) for t in derived] + [
+                _track_rank(ln.name) if _is_track_line(plane, ln) else len(_DERIVED_ORDER) + 1
+                for ln in plane_lines]
+            both = derived + tracks
+            tracks = [both[i] for i in sorted(range(len(ranks)), key=ranks.__getitem__)]
         per_process.append((plane, p_index, tracks))
     return _assemble(profile, per_process, list(names.index), lines)
 

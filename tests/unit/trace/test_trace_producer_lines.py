@@ -1,68 +1,218 @@
-"""Trace tracks on the layouts real producers write: their derived lines once, XLA tracks."""
+"""Trace tracks on the layouts real producers write: their derived lines once, XLA tracks.
+
+Rules under test (trace/index.py, trace/derived.py): lines are classified by
+`producers.kind_of` only, whatever their id form; the producer's lines are shown once, above
+the streams, in the order Steps, XLA Modules, ops lines; a GPU plane gets a derived track only
+for the names the producer did not write; derived op runs never merge across executions.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from tb_profile_plugin.tools.profile_info import _line_row
+from tb_profile_plugin.trace.details import event_details
 from tb_profile_plugin.trace.index import TraceIndex, build_index
+from tb_profile_plugin.trace.window import trace_set
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.fixtures import DATA_DIR
-from tests.unit.analysis.test_device_ops_producers import _tf24_gpu_space
-from tests.xspace_builder import Ref, XSpaceBuilder
+from tests.xspace_builder import (
+    TF24_NAME_SCOPE_LINE_ID,
+    TF24_STEPS_LINE_ID,
+    TF24_TF_OPS_LINE_ID,
+    Ref,
+    XSpaceBuilder,
+    tf24_derived_lines,
+)
+
+US = 1_000_000
 
 
-def _tracks(index: TraceIndex, plane: str) -> dict[str, list[str]]:
-    """Track name -> names of its events, for one plane's process."""
-    process = next(p for p in index.processes if p.name.startswith(plane))
-    out = {}
-    for thread in process.threads:
-        lo, hi = index.track_bounds[thread.track], index.track_bounds[thread.track + 1]
-        order = np.argsort(index.start_ps[lo:hi], kind="stable")
-        out.setdefault(thread.name, []).extend(index.names[i] for i in index.name_id[lo:hi][order])
-    return out
+def _threads(index: TraceIndex, plane: str) -> list[tuple[str, bool]]:
+    """(track name, derived by the index) of one plane's process, in display order."""
+    process = next(p for p in index.processes if p.name == plane)
+    return [(t.name, t.derived) for t in process.threads]
 
 
-def test_tf24_producer_lines_shown_once_and_marked_derived() -> None:
-    profile = decode_xspace(_tf24_gpu_space())
-    index = build_index(profile)
-    process = next(p for p in index.processes if p.name.startswith("/device:GPU:0"))
-    names = [t.name for t in process.threads]
-    assert names.count("Steps") == 1 and names.count("TensorFlow Ops") == 1
-    assert names.count("TensorFlow Name Scope") == 1
-    assert names.index("Steps") < names.index("Stream #14(Kernel)")
-    # The producer's lines are the file's own, not derived by the index.
-    assert not any(t.derived for t in process.threads if t.name in ("Steps", "TensorFlow Ops"))
-    gpu = profile.planes[1]
-    rows = {row["line"]: row for row in (_line_row(gpu, line) for line in gpu.lines)}
-    assert rows["Steps"]["derived"] and rows["Steps"]["kind"] == "steps"
-    assert rows["TensorFlow Ops"]["derived"] and rows["TensorFlow Name Scope"]["derived"]
-    assert not rows["Stream #14(Kernel)"]["derived"]
+def _events(index: TraceIndex, plane: str, track: str) -> list[tuple[str, int, int]]:
+    """(name, start us, end us) of one track's events, by start."""
+    process = next(p for p in index.processes if p.name == plane)
+    thread = next(t for t in process.threads if t.name == track)
+    lo, hi = index.track_bounds[thread.track], index.track_bounds[thread.track + 1]
+    order = lo + np.lexsort((index.end_ps[lo:hi], index.start_ps[lo:hi]))
+    return [(index.names[int(index.name_id[i])], int(index.start_ps[i]) // US,
+             int(index.end_ps[i]) // US) for i in order]
 
 
-def test_jax_gpu_tracks_name_jax_ops_and_module_executions() -> None:
+# --------------------------------------------------------------------------------------------
+# TensorFlow <= 2.4 on GPU: the producer's Steps / TensorFlow Ops / Name Scope lines
+
+
+def _tf24_space(num_gpus: int = 2, hlo: bool = False) -> bytes:
+    """TF 2.4 layout per GPU: one kernel stream and the producer's three derived lines with
+    sign-extended ids; kernels typed by `level 0` and grouped. `hlo`: the kernels also name
+    HLO ops (an XLA cluster), but the producer wrote no XLA lines."""
     b = XSpaceBuilder()
-    s = b.gpu_plane(0).line("Stream #1(Kernel)", line_id=1)
-    common = {"tf_op": "XlaModule:", "hlo_module": "jit_f"}
-    for base in (0, 100_000):  # two executions of jit_f, idle in between
-        s.kernel("gemm", base, 10_000, correlation_id=base + 1, hlo_op="dot.1",
-                 **{"name": Ref("jit(f)/dot_general")}, **common, run_id=base + 7)
-        s.kernel("add_k", base + 12_000, 3_000, correlation_id=base + 2, hlo_op="add.2",
-                 **{"name": Ref("jit(f)/add")}, **common, run_id=base + 7)
-    tracks = _tracks(build_index(decode_xspace(b.serialize())), "/device:GPU:0")
-    assert tracks["XLA Modules"] == ["jit_f", "jit_f"]
-    assert tracks["Framework Ops"] == ["jit(f)/dot_general", "jit(f)/add"] * 2
-    assert tracks["XLA Ops"] == ["dot.1", "add.2"] * 2
-    assert "TensorFlow Ops" not in tracks
-    assert not any("XlaModule" in n for names in tracks.values() for n in names)
+    for ordinal in range(num_gpus):
+        gpu = b.gpu_plane(ordinal)
+        stream = gpu.line("Stream #14(Kernel)", line_id=14)
+        xla = {"hlo_op": "dot.1", "hlo_module": "cluster_0"} if hlo else {}
+        stream.kernel("volta_sgemm", 10 * US, 100 * US, correlation_id=1, group_id=0,
+                      **{"level 0": "dense/MatMul:MatMul"}, **xla)
+        stream.kernel("volta_sgemm", 200 * US, 50 * US, correlation_id=2, group_id=0,
+                      **{"level 0": "dense/MatMul:MatMul"}, **xla)
+        steps, ops, scopes = tf24_derived_lines(gpu)
+        steps.event("0", 10 * US, 240 * US, group_id=0, step_name="0")
+        ops.event("dense/MatMul:MatMul", 10 * US, 100 * US)
+        ops.event("dense/MatMul:MatMul", 200 * US, 50 * US)
+        scopes.event("dense", 10 * US, 240 * US)
+    return b.serialize()
 
 
-def test_real_jax_gpu_capture_has_module_tracks_per_gpu() -> None:
+def test_tf24_producer_lines_shown_once_per_gpu_above_the_stream() -> None:
+    index = build_index(decode_xspace(_tf24_space()))
+    for plane in ("/device:GPU:0", "/device:GPU:1"):
+        assert _threads(index, plane) == [
+            ("Steps", False), ("TensorFlow Ops", False), ("TensorFlow Name Scope", False),
+            ("Stream #14(Kernel)", False)]
+        assert _events(index, plane, "Steps") == [("0", 10, 250)]
+        assert _events(index, plane, "TensorFlow Ops") == [
+            ("dense/MatMul:MatMul", 10, 110), ("dense/MatMul:MatMul", 200, 250)]
+    assert index.num_derived_events == 0
+
+
+def test_tf24_plane_derives_only_the_tracks_the_producer_did_not_write() -> None:
+    """Per track, not all-or-nothing: own Steps and TF Ops, derived XLA Modules and XLA Ops."""
+    index = build_index(decode_xspace(_tf24_space(num_gpus=1, hlo=True)))
+    assert _threads(index, "/device:GPU:0") == [
+        ("Steps", False), ("XLA Modules", True), ("TensorFlow Ops", False), ("XLA Ops", True),
+        ("TensorFlow Name Scope", False), ("Stream #14(Kernel)", False)]
+    # One module in one step: one execution; the two dot.1 kernels are adjacent in time order
+    # (nothing else runs between them on the plane), so one XLA Ops run.
+    assert _events(index, "/device:GPU:0", "XLA Modules") == [("cluster_0", 10, 250)]
+    assert _events(index, "/device:GPU:0", "XLA Ops") == [("dot.1", 10, 250)]
+    assert index.num_derived_events == 2
+
+
+def test_tf24_lines_marked_derived_in_profile_info() -> None:
+    profile = decode_xspace(_tf24_space(num_gpus=1))
+    gpu = profile.planes[0]
+    rows = {row["line_id"]: (row["line"], row["derived"], row["kind"])
+            for row in (_line_row(gpu, line) for line in gpu.lines)}
+    assert rows == {
+        14: ("Stream #14(Kernel)", False, "stream"),
+        TF24_STEPS_LINE_ID: ("Steps", True, "steps"),
+        TF24_TF_OPS_LINE_ID: ("TensorFlow Ops", True, "derived"),
+        TF24_NAME_SCOPE_LINE_ID: ("TensorFlow Name Scope", True, "derived"),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# JAX on GPU: tf_op = "XlaModule:" on every kernel; ops are JAX paths; two executions of jit_f
+
+
+def _jax_space(run_ids: tuple[int, int] | None, second_at: int) -> bytes:
+    """Two executions of jit_f (the second starting `second_at` us after the first). Per
+    execution: dot_general as two kernels of dot.1, add, dot_general again (dot.1 again).
+    `run_ids`: the kernels carry XLA's run_id; None (as JAX GPU captures): they don't, and an
+    argument copy of no module runs between the executions."""
+    b = XSpaceBuilder()
+    gpu = b.gpu_plane(0)
+    s = gpu.line("Stream #1(Kernel)", line_id=1)
+    common = {"tf_op": "XlaModule:", "hlo_module": "jit_f", "program_id": 42}
+    dot, add = {"name": Ref("jit(f)/dot_general")}, {"name": Ref("jit(f)/add")}
+    for n, base in enumerate((0, second_at)):
+        run = {"run_id": run_ids[n]} if run_ids else {}
+        t0 = base * US
+        s.kernel("gemm", t0, 10 * US, 10 * n + 1, hlo_op="dot.1", **dot, **common, **run)
+        s.kernel("gemm_epilogue", t0 + 10 * US, 2 * US, 10 * n + 2, hlo_op="dot.1", **dot,
+                 **common, **run)
+        s.kernel("add_k", t0 + 14 * US, 3 * US, 10 * n + 3, hlo_op="add.2", **add, **common,
+                 **run)
+        s.kernel("gemm", t0 + 18 * US, 7 * US, 10 * n + 4, hlo_op="dot.1", **dot, **common,
+                 **run)
+    if run_ids is None:
+        copies = gpu.line("Stream #2(MemcpyH2D)", line_id=2)
+        copies.memcpy("HtoD", 60 * US, 2 * US, correlation_id=99, num_bytes=4096)
+    return b.serialize()
+
+
+def test_jax_gpu_tracks_without_run_id_split_at_the_argument_copy() -> None:
+    index = build_index(decode_xspace(_jax_space(None, second_at=100)))
+    gpu = "/device:GPU:0"
+    assert _threads(index, gpu) == [
+        ("XLA Modules", True), ("Framework Ops", True), ("XLA Ops", True),
+        ("Stream #1(Kernel)", False), ("Stream #2(MemcpyH2D)", False)]
+    assert _events(index, gpu, "XLA Modules") == [("jit_f", 0, 25), ("jit_f", 100, 125)]
+    runs = [("jit(f)/dot_general", 0, 12), ("jit(f)/add", 14, 17), ("jit(f)/dot_general", 18, 25)]
+    # The last op of the first execution is the first of the second: still two runs.
+    assert _events(index, gpu, "Framework Ops") == runs + [
+        (name, start + 100, end + 100) for name, start, end in runs]
+    hlo = [("dot.1", 0, 12), ("add.2", 14, 17), ("dot.1", 18, 25)]
+    assert _events(index, gpu, "XLA Ops") == hlo + [
+        (name, start + 100, end + 100) for name, start, end in hlo]
+    assert index.num_derived_events == 2 + 6 + 6
+    assert not any("XlaModule" in index.names[int(i)] for i in np.unique(index.name_id))
+
+
+def test_jax_gpu_back_to_back_executions_told_apart_by_run_id() -> None:
+    index = build_index(decode_xspace(_jax_space((7, 8), second_at=25)))
+    gpu = "/device:GPU:0"
+    assert _events(index, gpu, "XLA Modules") == [("jit_f", 0, 25), ("jit_f", 25, 50)]
+    assert _events(index, gpu, "Framework Ops")[2:4] == [
+        ("jit(f)/dot_general", 18, 25), ("jit(f)/dot_general", 25, 37)]
+    assert _events(index, gpu, "XLA Ops")[2:4] == [("dot.1", 18, 25), ("dot.1", 25, 37)]
+
+
+def test_derived_module_event_details_name_the_first_kernel() -> None:
+    trace = trace_set({"h": decode_xspace(_jax_space(None, second_at=100))})
+    index = trace.hosts[0].index
+    thread = next(t for t in index.tracks if t.name == "XLA Modules")
+    second = int(index.track_bounds[thread.track]) + 1
+    details = event_details(trace, second)["event"]
+    assert details["thread"] == "XLA Modules" and details["name"] == "jit_f"
+    assert details["stats"]["derived_from"] == "Stream #1(Kernel)"
+    assert details["stats"]["first_event"] == "gemm"
+    first_kernel = details["stats"]["first_event_id"]
+    assert int(index.start_ps[first_kernel]) == 100 * US
+
+
+def test_real_jax_gpu_capture_modules_split_per_execution() -> None:
+    """jax_gpu_conv: 5 calls of jit_forward_3d_conv per GPU, argument copies between them."""
     path = next((DATA_DIR / "jax_gpu_conv").glob("plugins/profile/*/*.xplane.pb"))
     index = build_index(decode_xspace(path.read_bytes()))
     gpus = [p for p in index.processes if p.name.startswith("/device:GPU:")]
     assert len(gpus) == 8
     for process in gpus:
         names = [t.name for t in process.threads]
-        assert names.count("XLA Modules") == 1 and names.count("Steps") <= 1
-        assert "TensorFlow Ops" not in names
+        assert names[:3] == ["XLA Modules", "Framework Ops", "XLA Ops"]
+        assert "TensorFlow Ops" not in names and names.count("XLA Modules") == 1
+    modules = _events(index, "/device:GPU:0", "XLA Modules")
+    # Five executions; the 2nd and 4th are cut once each by a copy another thread issued.
+    assert len(modules) == 7 and {name for name, _, _ in modules} == {"jit_forward_3d_conv"}
+    assert max(end - start for _, start, end in modules) < 2_000  # us; the capture is 95 ms
+
+
+# --------------------------------------------------------------------------------------------
+# XLA on TPU: the producer's XLA Modules (id 2) and XLA Ops (id 3) lines
+
+
+def test_tpu_lines_shown_once_without_derived_duplicates() -> None:
+    b = XSpaceBuilder()
+    tpu = b.plane("/device:TPU:0", plane_id=1)
+    ops = tpu.line("XLA Ops", line_id=3)
+    modules = tpu.line("XLA Modules", line_id=2)
+    trace_me = tpu.line("XLA TraceMe", line_id=6)
+    modules.event("jit_f(1219)", 0, 30 * US, run_id=5)
+    text = "%fusion.3 = f32[8]{0} fusion(%p0), kind=kLoop"
+    tpu.metadata_stats(text, display_name="fusion.3", hlo_category="loop fusion",
+                       tf_op="jit(f)/add")
+    ops.event(text, 0, 10 * US, display_name="fusion.3")
+    ops.event(text, 12 * US, 10 * US, display_name="fusion.3")
+    trace_me.event("ThunkExecute", 0, 30 * US)
+    index = build_index(decode_xspace(b.serialize()))
+    assert _threads(index, "/device:TPU:0") == [
+        ("XLA Modules", False), ("XLA Ops", False), ("XLA TraceMe", False)]
+    assert _events(index, "/device:TPU:0", "XLA Modules") == [("jit_f(1219)", 0, 30)]
+    assert [e[1:] for e in _events(index, "/device:TPU:0", "XLA Ops")] == [(0, 10), (12, 22)]
+    assert index.num_derived_events == 0
