@@ -17,8 +17,8 @@ split (`KernelDetails.unsplit_shared_bytes`), counted whole in `shared_memory_by
 Rows group events by kernel name, details, launching op and HLO op, sorted by total time. The
 launching op comes from the canonical columns (xspace/producers.py): the TF op name or the JAX
 op path (`jit(matmul)/dot_general`), never the raw `tf_op` stat, which JAX fills with the
-constant `XlaModule:`. A TF op is shown `name:Type` (its framework type); an op whose type is
-only its HLO op's kind is shown by name alone.
+constant `XlaModule:`. A TF op is shown `name:Type` (the producer wrote the type); other ops
+by name alone (`CanonicalColumns.op_label`).
 
 Matrix units (NVIDIA Tensor Cores, AMD Matrix Cores): a kernel uses them when its name contains
 one of `TENSOR_CORE_PATTERNS` (NVIDIA's list) or matches one of `MATRIX_CORE_PATTERNS`: an AMD
@@ -149,11 +149,6 @@ class KernelStats:
     num_gpu_events: int  # events on GPU planes (kernels, memcpys, ...)
 
 
-def _shown_op(op_name: str, framework_type: str) -> str:
-    """`name:Type` for TensorFlow ops (the producer wrote the type), else the name alone."""
-    return f"{op_name}:{framework_type}" if op_name and framework_type else op_name
-
-
 def build_kernel_stats(table: EventTable) -> KernelStats:
     """Rows per (kernel, details, op, HLO op) over the kernels of every GPU plane."""
     gpu_plane = np.array(
@@ -184,7 +179,7 @@ def build_kernel_stats(table: EventTable) -> KernelStats:
     for j, (name_id, d_code, o_code, t_code, h_code) in enumerate(unique.tolist()):
         name = table.names[name_id]  # one iteration per unique kernel row
         hlo_op = canon.text(h_code)
-        op = _shown_op(canon.text(o_code), canon.text(t_code))
+        op = canon.op_label(o_code, t_code)
         tc = uses_tensor_core(name)
         rows.append(KernelRow(
             name, parsed[d_code], op, hlo_op, tc, tc or op_tensor_core_eligible(op, hlo_op),

@@ -15,6 +15,7 @@ intersection.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -73,11 +74,14 @@ def merge_op_facts(all_facts: list[dict[str, OpFacts]]) -> dict[str, OpFacts]:
         for name, f in facts.items():
             old = out.get(name)
             out[name] = f if old is None else replace(
-                old, flops=float(np.nansum([old.flops, f.flops])) if not (
-                    np.isnan(old.flops) and np.isnan(f.flops)) else float("nan"),
-                bytes_accessed=float(np.nansum([old.bytes_accessed, f.bytes_accessed])) if not (
-                    np.isnan(old.bytes_accessed) and np.isnan(f.bytes_accessed)) else float("nan"))
+                old, flops=_sum_written(old.flops, f.flops),
+                bytes_accessed=_sum_written(old.bytes_accessed, f.bytes_accessed))
     return out
+
+
+def _sum_written(a: float, b: float) -> float:
+    """a + b, where NaN means "not written": NaN only if neither host wrote it."""
+    return float("nan") if math.isnan(a) and math.isnan(b) else float(np.nansum([a, b]))
 
 
 def merge_kernel_stats(all_stats: list[KernelStats]) -> KernelStats:

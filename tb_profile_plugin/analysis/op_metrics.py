@@ -134,20 +134,28 @@ def _aggregate(
                    np.append(table.min_ps, 0))
 
 
+def _direct_self_times(table: EventTable, events: np.ndarray,
+                       duration: np.ndarray) -> np.ndarray:
+    """`duration` of each of `events` minus that of the events nested directly in it on its
+    line (`events` are line-major, as the table is)."""
+    start, end = table.start_ps[events], table.end_ps[events]
+    counts = np.bincount(table.line_index[events], minlength=len(table.lines))
+    bounds = np.zeros(len(table.lines) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    nesting = compute_nesting(start, end, bounds)
+    child_sum = np.zeros(len(events), np.int64)
+    has_parent = nesting.parent >= 0
+    np.add.at(child_sum, nesting.parent[has_parent], duration[has_parent])
+    return np.maximum(duration - child_sum, 0)
+
+
 def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]:
     """Self time of each of `events` (minus direct children among them) and the IDLE per line."""
     start, end = table.start_ps[events], table.end_ps[events]
     line = table.line_index[events]
-    counts = np.bincount(line, minlength=len(table.lines))
-    bounds = np.zeros(len(table.lines) + 1, np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    nesting = compute_nesting(start, end, bounds)  # events are line-major already
-    child_sum = np.zeros(len(events), np.int64)
-    has_parent = nesting.parent >= 0
-    np.add.at(child_sum, nesting.parent[has_parent], (end - start)[has_parent])
-    self_time = np.maximum(end - start - child_sum, 0)
+    self_time = _direct_self_times(table, events, end - start)
     idle = 0
-    present = np.flatnonzero(counts)
+    present = np.flatnonzero(np.bincount(line, minlength=len(table.lines)))
     if len(present):
         first = np.full(len(table.lines), np.iinfo(np.int64).max, np.int64)
         last = np.full(len(table.lines), np.iinfo(np.int64).min, np.int64)
@@ -245,28 +253,13 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
         type_of_key.append(op_type or _device_kind(kernel))
         labels.append(f"{op}/{kernel}" if op and op != kernel else kernel)
     duration = canon.device_duration_ps[device_events]
-    dev_self = _device_self_times(table, device_events, duration)
+    dev_self = _direct_self_times(table, device_events, duration)
     idle = _device_idle_ps(table, device_events, duration)
     device = _aggregate(labels, key_of_event, duration, dev_self, eager[device_events],
                         type_of_key, type_of_key, idle if len(device_events) else None)
     per_op = _per_tf_op(device.without_idle(), op_of_key, type_of_key, key_of_event)
     facts = _op_facts(per_op.name, op_of_key, key_of_event, canon, device_events)
     return device, per_op, facts
-
-
-def _device_self_times(table: EventTable, events: np.ndarray,
-                       duration: np.ndarray) -> np.ndarray:
-    """Device time of each event minus that of events nested directly in it on its line."""
-    start = table.start_ps[events]
-    end = table.end_ps[events]
-    counts = np.bincount(table.line_index[events], minlength=len(table.lines))
-    bounds = np.zeros(len(table.lines) + 1, np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    nesting = compute_nesting(start, end, bounds)
-    child_sum = np.zeros(len(events), np.int64)
-    has_parent = nesting.parent >= 0
-    np.add.at(child_sum, nesting.parent[has_parent], duration[has_parent])
-    return np.maximum(duration - child_sum, 0)
 
 
 def _device_idle_ps(table: EventTable, events: np.ndarray, duration: np.ndarray) -> int:

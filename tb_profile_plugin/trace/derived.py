@@ -124,8 +124,7 @@ def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
     typed = np.where(canon.framework_typed, canon.op_type, -1)
     pairs = np.stack([canon.op_name, typed], axis=1)
     uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    texts = [f"{canon.text(n)}:{canon.text(t)}" if t >= 0 else canon.text(n)
-             for n, t in uniq.tolist()]  # per distinct op, not per event
+    texts = [canon.op_label(n, t) for n, t in uniq.tolist()]  # per distinct op, not event
     label = inverse.ravel().astype(np.int64)
     return np.where(canon.op_name >= 0, label, -1), texts
 

@@ -70,6 +70,7 @@ from tb_profile_plugin.xspace.schema import (
     DEVICE_PLANE_PREFIX,
     GPU_PLANE_PREFIX,
     TPU_PLANE_PREFIX,
+    StatKind,
 )
 
 
@@ -180,6 +181,11 @@ class CanonicalColumns:
     def text(self, code: int) -> str:
         return self.texts[code] if code >= 0 else ""
 
+    def op_label(self, op_code: int, type_code: int) -> str:
+        """How an op is shown: `name:Type` for a framework-typed (TF) op, else its name."""
+        name = self.text(op_code)
+        return f"{name}:{self.text(type_code)}" if name and type_code >= 0 else name
+
 
 class TextIndex:
     """Strings to dense codes, shared by every column of one table."""
@@ -216,13 +222,13 @@ def str_codes(stats: StatColumns, stat_id: int | None, num_rows: int,
     local = TextIndex()
     rows = stats.row[sel]
     kind = stats.kind[sel]
-    is_ref = kind == 6  # StatKind.REF
+    is_ref = kind == StatKind.REF
     if is_ref.any():
         uniq, inverse = np.unique(stats.value[sel][is_ref], return_inverse=True)
         mapped = np.array([local.code(plane.stat_metadata.name_of(int(r)) or "")
                            for r in uniq.tolist()], np.int64)
         codes[rows[is_ref]] = mapped[inverse.ravel()]
-    is_str = kind == 4  # StatKind.STR
+    is_str = kind == StatKind.STR
     if is_str.any():
         offsets = stats.value[sel][is_str]
         lengths = stats.length[sel][is_str].astype(np.int64)
@@ -240,6 +246,20 @@ def str_codes(stats: StatColumns, stat_id: int | None, num_rows: int,
     return codes, local.texts
 
 
+def _text_codes(stats: StatColumns, stat_id: int, num_rows: int, plane: Plane,
+                index: TextIndex) -> np.ndarray:
+    """Shared-index codes of one stat over `num_rows` rows: its string or ref value, or an
+    integer value written in decimal; -1 where absent."""
+    local, texts = str_codes(stats, stat_id, num_rows, plane)
+    out = index.codes(texts)[local]
+    sel = stats.rows_with(stat_id)
+    sel = sel[np.isin(stats.kind[sel], (StatKind.UINT64, StatKind.INT64))]
+    if len(sel):
+        uniq, inverse = np.unique(stats.value[sel], return_inverse=True)
+        out[stats.row[sel]] = index.codes([str(int(v)) for v in uniq.tolist()])[inverse.ravel()]
+    return out
+
+
 class _LineStats:
     """Stats of one line's events by name, event stat first, then the event metadata's."""
 
@@ -251,33 +271,15 @@ class _LineStats:
 
     def text(self, name: str, index: TextIndex) -> np.ndarray:
         """Shared-index codes of a string stat (or an integer one, written in decimal)."""
-        plane, line = self.plane, self.line
+        plane = self.plane
         stat_id = plane.stat_metadata.id_of(name)
         if stat_id is None:
             return np.full(self.n, -1, np.int64)
-        ev_codes, ev_texts = str_codes(line.stats, stat_id, self.n, plane)
-        out = index.codes(ev_texts)[ev_codes]
-        ev_int = self._int_as_text(line.stats, stat_id, self.n, index)
-        out = np.where(out >= 0, out, ev_int)
+        own = _text_codes(self.line.stats, stat_id, self.n, plane, index)
         meta = plane.event_metadata
-        m_codes, m_texts = str_codes(meta.stats, stat_id, len(meta.ids), plane)
-        m_out = index.codes(m_texts)[m_codes]
-        m_int = self._int_as_text(meta.stats, stat_id, len(meta.ids), index)
-        m_out = np.where(m_out >= 0, m_out, m_int)
-        from_meta = np.append(m_out, -1)[self.meta_rows]
-        return np.where(out >= 0, out, from_meta)
-
-    @staticmethod
-    def _int_as_text(stats: StatColumns, stat_id: int, num_rows: int,
-                     index: TextIndex) -> np.ndarray:
-        out = np.full(num_rows, -1, np.int64)
-        sel = stats.rows_with(stat_id)
-        sel = sel[np.isin(stats.kind[sel], (2, 3))]  # UINT64, INT64
-        if len(sel):
-            uniq, inverse = np.unique(stats.value[sel], return_inverse=True)
-            out[stats.row[sel]] = index.codes([str(int(v)) for v in uniq.tolist()])[
-                inverse.ravel()]
-        return out
+        from_meta = np.append(_text_codes(meta.stats, stat_id, len(meta.ids), plane, index),
+                              -1)[self.meta_rows]
+        return np.where(own >= 0, own, from_meta)
 
     def number(self, name: str) -> np.ndarray:
         """A numeric stat as float64 (NaN where absent), event stat first."""
