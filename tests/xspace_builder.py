@@ -256,3 +256,27 @@ def tf24_derived_lines(plane: PlaneBuilder) -> tuple[LineBuilder, LineBuilder, L
     return (plane.line("Steps", line_id=TF24_STEPS_LINE_ID),
             plane.line("TensorFlow Ops", line_id=TF24_TF_OPS_LINE_ID),
             plane.line("TensorFlow Name Scope", line_id=TF24_NAME_SCOPE_LINE_ID))
+
+
+_US = 1_000_000  # ps
+
+
+def tf24_gpu_space(num_gpus: int = 2, hlo: bool = False, host: str = "localhost") -> bytes:
+    """TF 2.4 layout per GPU: one kernel stream and the producer's three derived lines with
+    sign-extended ids; kernels typed by `level 0` and grouped. `hlo`: the kernels also name
+    HLO ops (an XLA cluster), but the producer wrote no XLA lines."""
+    b = XSpaceBuilder(hostnames=[host])
+    for ordinal in range(num_gpus):
+        gpu = b.gpu_plane(ordinal)
+        stream = gpu.line("Stream #14(Kernel)", line_id=14)
+        xla = {"hlo_op": "dot.1", "hlo_module": "cluster_0"} if hlo else {}
+        stream.kernel("volta_sgemm", 10 * _US, 100 * _US, correlation_id=1, group_id=0,
+                      **{"level 0": "dense/MatMul:MatMul"}, **xla)
+        stream.kernel("volta_sgemm", 200 * _US, 50 * _US, correlation_id=2, group_id=0,
+                      **{"level 0": "dense/MatMul:MatMul"}, **xla)
+        steps, ops, scopes = tf24_derived_lines(gpu)
+        steps.event("0", 10 * _US, 240 * _US, group_id=0, step_name="0")
+        ops.event("dense/MatMul:MatMul", 10 * _US, 100 * _US)
+        ops.event("dense/MatMul:MatMul", 200 * _US, 50 * _US)
+        scopes.event("dense", 10 * _US, 240 * _US)
+    return b.serialize()

@@ -17,6 +17,9 @@ with the project's XSpace builder, in a few lines each:
   memory copies but no kernel, so kernel stats has no rows and says why.
 - `no_steps/<session>/nostep.xplane.pb`: ops but no step marker of any kind, so the views
   show their no-steps state and the diagnostics explain how to mark steps.
+- `tf24_gpu/<session>/tf24.xplane.pb`: two GPUs in the layout TensorFlow <= 2.4 writes (its
+  own Steps, TensorFlow Ops and Name Scope lines with sign-extended ids), so the trace must
+  show one Steps track per GPU, not the producer's and a derived one.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from tests.browser.synthetic_memory import write_memory_run
 from tests.browser.trace_synthetic import write_big_trace
-from tests.xspace_builder import XSpaceBuilder, kernel_details
+from tests.xspace_builder import XSpaceBuilder, kernel_details, tf24_gpu_space
 
 US = 1_000_000  # ps
 SESSION = "2026_01_01_00_00_00"
@@ -35,6 +38,8 @@ NO_KERNELS_RUN = f"gpu_no_kernels/{SESSION}"
 NO_KERNELS_HOST = "idle-gpu"
 NO_STEPS_RUN = f"no_steps/{SESSION}"
 NO_STEPS_HOST = "nostep"
+TF24_RUN = f"tf24_gpu/{SESSION}"
+TF24_HOST = "tf24"
 # An input op whose name is long and looks like HTML: it must be shown as text, cut short.
 HOSTILE_OP = "Iterator::Root::<img src=x data-injected=1>::" + "::".join(
     f"ParallelMapV2_{k}" for k in range(12)
@@ -139,11 +144,13 @@ def no_steps_profile() -> bytes:
 
 
 def write_logdir(logdir: Path) -> None:
-    """Writes the profiles as runs `gpu/`, `gpu_no_kernels/` and `no_steps/<session>`."""
+    """Writes the profiles as runs `gpu/`, `gpu_no_kernels/`, `no_steps/` and
+    `tf24_gpu/<session>`."""
     for run, host, data in (
         (GPU_RUN, GPU_HOST, gpu_profile()),
         (NO_KERNELS_RUN, NO_KERNELS_HOST, gpu_without_kernels_profile()),
         (NO_STEPS_RUN, NO_STEPS_HOST, no_steps_profile()),
+        (TF24_RUN, TF24_HOST, tf24_gpu_space(num_gpus=2, host=TF24_HOST)),
     ):
         tb_run, session = run.split("/")
         session_dir = logdir / tb_run / "plugins" / "profile" / session

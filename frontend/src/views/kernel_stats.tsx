@@ -6,7 +6,7 @@
  * the kernels with the most total time (top 10, the rest as Other), then the kernel table:
  * every column of the document (dimensions as `x,y,z`, Tensor Core flags as yes/no badges),
  * sortable, filterable by kernel name and by op name, 100 rows a page, downloadable as CSV.
- * Long kernel names end in an ellipsis with the full name in the cell's title. A GPU
+ * On XLA captures an HLO op column follows the op column. Long kernel names end in an ellipsis with the full name in the cell's title. A GPU
  * profile without kernels shows the server's explanation (its warnings) instead.
  *
  * Hooks: kernel-view (data-rows), kernel-total-us, kernel-tc-percent,
@@ -50,6 +50,7 @@ export interface KernelRow {
   readonly op_tensor_core_eligible: boolean | null;
   readonly uses_tensor_core: boolean | null;
   readonly op_name: string;
+  readonly hlo_op: string;
   readonly occurrences: number | null;
   readonly total_duration_us: number | null;
   readonly avg_duration_us: number | null;
@@ -78,6 +79,7 @@ function kernelRowsOf(value: unknown): readonly KernelRow[] {
       op_tensor_core_eligible: bool(row["op_tensor_core_eligible"]),
       uses_tensor_core: bool(row["uses_tensor_core"]),
       op_name: str(row["op_name"]),
+      hlo_op: str(row["hlo_op"]),
       occurrences: num(row["occurrences"]),
       total_duration_us: num(row["total_duration_us"]),
       avg_duration_us: num(row["avg_duration_us"]),
@@ -173,7 +175,7 @@ const COLUMNS: readonly Column<KernelRow>[] = [
   {
     key: "op_name",
     label: "Op",
-    title: "The TensorFlow op that launched the kernel",
+    title: "The op that launched the kernel: the TensorFlow op, or the JAX op path",
     value: (row) => row.op_name,
     render: (row) => row.op_name || "—",
     ellipsis: true,
@@ -208,9 +210,26 @@ const COLUMNS: readonly Column<KernelRow>[] = [
   dim("grid_dim", "Grid", "Blocks per grid, x,y,z"),
 ];
 
+/** Shown after the op column when some kernel has an HLO op (XLA captures). */
+const HLO_OP_COLUMN: Column<KernelRow> = {
+  key: "hlo_op",
+  label: "HLO op",
+  title: "The HLO op the kernel ran, as XLA names it",
+  value: (row) => row.hlo_op,
+  render: (row) => row.hlo_op || "—",
+  ellipsis: true,
+  width: "9em",
+};
+
+/** The kernel table's columns: the HLO op column only where some row has one. */
+function columnsFor(rows: readonly KernelRow[]): readonly Column<KernelRow>[] {
+  if (!rows.some((row) => row.hlo_op !== "")) return COLUMNS;
+  const afterOp = COLUMNS.findIndex((column) => column.key === "op_name") + 1;
+  return [...COLUMNS.slice(0, afterOp), HLO_OP_COLUMN, ...COLUMNS.slice(afterOp)];
+}
+
 /** The kernel-name column's width at least, on top of the fixed columns. */
 const KERNEL_MIN_EM = 22;
-const MIN_WIDTH = minTableWidth(COLUMNS, KERNEL_MIN_EM);
 
 const FILTERS: readonly Filter<KernelRow>[] = [
   { key: "kernel_name", label: "Filter by kernel name", text: (row) => row.kernel_name },
@@ -227,6 +246,7 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
     () => sumBy(rows, (row) => row.kernel_name, (row) => row.total_duration_us ?? 0),
     [rows],
   );
+  const columns = useMemo(() => columnsFor(rows), [rows]);
   const total = totalUs(rows);
   const diagnostics = diagnosticsOf(doc);
   // Without rows the empty state already quotes the warnings: the panel can come last.
@@ -327,7 +347,7 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
         >
           <DataTable
             rows={rows}
-            columns={COLUMNS}
+            columns={columns}
             testid="kernel"
             rowTestid="kernel-row"
             rowKey={(row, index) => `${index} ${row.kernel_name}`}
@@ -338,7 +358,7 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
             sortable
             filters={FILTERS}
             pageSize={100}
-            minWidth={MIN_WIDTH}
+            minWidth={minTableWidth(columns, KERNEL_MIN_EM)}
             empty="No kernels: see the diagnostics."
           />
         </Section>

@@ -40,8 +40,9 @@ import {
 } from "./step_time";
 import { diagnosticsOf, type ViewProps } from "./types";
 import { Card, CsvLink, Figure, NoSteps, Section, Verdict } from "./widgets";
+import { type XlaFacts, xlaColumns, xlaFactsOf } from "./xla_columns";
 
-interface TopOp {
+interface TopOp extends XlaFacts {
   readonly name: string;
   readonly type: string;
   readonly category: string;
@@ -62,11 +63,14 @@ function topOpsOf(value: unknown): readonly TopOp[] {
       self_time_ms: num(op["self_time_ms"]),
       self_time_fraction: num(op["self_time_fraction"]),
       cumulative_time_fraction: num(op["cumulative_time_fraction"]),
+      ...xlaFactsOf(op),
     };
   });
 }
 
-const TOP_OP_COLUMNS: readonly Column<TopOp & { rank: number }>[] = [
+type RankedOp = TopOp & { rank: number };
+
+const TOP_OP_COLUMNS: readonly Column<RankedOp>[] = [
   { key: "rank", label: "#", value: (op) => op.rank, numeric: true, width: "2.5em" },
   { key: "name", label: "Op name", value: (op) => op.name, ellipsis: true },
   { key: "type", label: "Type", value: (op) => op.type, ellipsis: true, width: "10em" },
@@ -105,6 +109,14 @@ const TOP_OP_COLUMNS: readonly Column<TopOp & { rank: number }>[] = [
     width: "7.5em",
   },
 ];
+
+/** The top-op columns, with the XLA facts after the type where the ops carry them. */
+function topOpColumns(ops: readonly RankedOp[]): readonly Column<RankedOp>[] {
+  const extra = xlaColumns(ops, true);
+  if (extra.length === 0) return TOP_OP_COLUMNS;
+  const afterType = TOP_OP_COLUMNS.findIndex((column) => column.key === "type") + 1;
+  return [...TOP_OP_COLUMNS.slice(0, afterType), ...extra, ...TOP_OP_COLUMNS.slice(afterType)];
+}
 
 /** How the server found the steps (`step_rule`), in words. */
 const STEP_RULES: Readonly<Record<string, string>> = {
@@ -369,7 +381,7 @@ export function OverviewPage({ doc, run, view, host }: ViewProps) {
         <div data-testid="top-ops" data-kind={topKind}>
           <DataTable
             rows={topOps}
-            columns={TOP_OP_COLUMNS}
+            columns={topOpColumns(topOps)}
             testid="top-ops-table"
             rowTestid="top-op-row"
             rowKey={(op, index) => `${index} ${op.name}`}

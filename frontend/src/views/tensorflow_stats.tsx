@@ -7,7 +7,8 @@
  * sortable, filterable by op name, 100 rows a page (every row reachable, the count always
  * shown), downloadable as CSV. Times are in µs (1 decimal), shares in % (1 decimal) of the
  * side's total self time, IDLE included when it is. The Tensor Core column appears only
- * when the document has `gpu_tensor_core_utilization` (GPU profiles).
+ * when the document has `gpu_tensor_core_utilization` (GPU profiles); HLO op, GFLOP/s and GB/s
+ * columns when rows carry XLA facts (see xla_columns.ts).
  *
  * The toggle is a view parameter (`include_idle`, in the URL only when false): changing it
  * is a history entry and a re-fetch; the view stays, with its sort, filter and page, and
@@ -36,6 +37,7 @@ import {
 import { type Part, SharePie, sumBy } from "./share_pie";
 import { diagnosticsOf, type ViewProps } from "./types";
 import { CsvLink, Section } from "./widgets";
+import { type XlaFacts, xlaColumns, xlaFactsOf } from "./xla_columns";
 
 const IDLE = "IDLE";
 const IDLE_COLOR = "#cfd8dc";
@@ -43,7 +45,7 @@ const NO_TYPE = "(no type)";
 const IDLE_NOTE =
   "IDLE is the time no op ran. Included, it is a row of each side and counts in the shares.";
 
-export interface OpRow {
+export interface OpRow extends XlaFacts {
   readonly rank: number | null;
   readonly side: string;
   readonly op_type: string;
@@ -75,6 +77,7 @@ function opRowsOf(value: unknown): readonly OpRow[] {
       self_time_fraction: num(row["self_time_fraction"]),
       cumulative_self_time_fraction: num(row["cumulative_self_time_fraction"]),
       tensor_core: num(row["gpu_tensor_core_utilization"]),
+      ...xlaFactsOf(row),
     };
   });
 }
@@ -205,10 +208,16 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
   const deviceRows = useMemo(() => rows.filter((row) => row.side === "Device"), [rows]);
   const hostRows = useMemo(() => rows.filter((row) => row.side !== "Device"), [rows]);
   const hasTensorCore = rows.some((row) => row.tensor_core !== null);
-  const columns = useMemo(
-    () => (hasTensorCore ? [...COLUMNS, TENSOR_CORE_COLUMN] : COLUMNS),
-    [hasTensorCore],
-  );
+  const columns = useMemo(() => {
+    // XLA facts (HLO op, achieved rates) right after the op name, where the profile has them.
+    const afterName = COLUMNS.findIndex((column) => column.key === "op_name") + 1;
+    return [
+      ...COLUMNS.slice(0, afterName),
+      ...xlaColumns(rows),
+      ...COLUMNS.slice(afterName),
+      ...(hasTensorCore ? [TENSOR_CORE_COLUMN] : []),
+    ];
+  }, [rows, hasTensorCore]);
   const diagnostics = diagnosticsOf(doc);
   const problemsFirst = diagnostics.errors.length > 0 || diagnostics.warnings.length > 0;
   const panel = <DiagnosticsPanel diagnostics={diagnostics} />;

@@ -22,7 +22,7 @@ from tests.xspace_builder import (
     TF24_TF_OPS_LINE_ID,
     Ref,
     XSpaceBuilder,
-    tf24_derived_lines,
+    tf24_gpu_space,
 )
 
 US = 1_000_000
@@ -48,29 +48,8 @@ def _events(index: TraceIndex, plane: str, track: str) -> list[tuple[str, int, i
 # TensorFlow <= 2.4 on GPU: the producer's Steps / TensorFlow Ops / Name Scope lines
 
 
-def _tf24_space(num_gpus: int = 2, hlo: bool = False) -> bytes:
-    """TF 2.4 layout per GPU: one kernel stream and the producer's three derived lines with
-    sign-extended ids; kernels typed by `level 0` and grouped. `hlo`: the kernels also name
-    HLO ops (an XLA cluster), but the producer wrote no XLA lines."""
-    b = XSpaceBuilder()
-    for ordinal in range(num_gpus):
-        gpu = b.gpu_plane(ordinal)
-        stream = gpu.line("Stream #14(Kernel)", line_id=14)
-        xla = {"hlo_op": "dot.1", "hlo_module": "cluster_0"} if hlo else {}
-        stream.kernel("volta_sgemm", 10 * US, 100 * US, correlation_id=1, group_id=0,
-                      **{"level 0": "dense/MatMul:MatMul"}, **xla)
-        stream.kernel("volta_sgemm", 200 * US, 50 * US, correlation_id=2, group_id=0,
-                      **{"level 0": "dense/MatMul:MatMul"}, **xla)
-        steps, ops, scopes = tf24_derived_lines(gpu)
-        steps.event("0", 10 * US, 240 * US, group_id=0, step_name="0")
-        ops.event("dense/MatMul:MatMul", 10 * US, 100 * US)
-        ops.event("dense/MatMul:MatMul", 200 * US, 50 * US)
-        scopes.event("dense", 10 * US, 240 * US)
-    return b.serialize()
-
-
 def test_tf24_producer_lines_shown_once_per_gpu_above_the_stream() -> None:
-    index = build_index(decode_xspace(_tf24_space()))
+    index = build_index(decode_xspace(tf24_gpu_space()))
     for plane in ("/device:GPU:0", "/device:GPU:1"):
         assert _threads(index, plane) == [
             ("Steps", False), ("TensorFlow Ops", False), ("TensorFlow Name Scope", False),
@@ -83,7 +62,7 @@ def test_tf24_producer_lines_shown_once_per_gpu_above_the_stream() -> None:
 
 def test_tf24_plane_derives_only_the_tracks_the_producer_did_not_write() -> None:
     """Per track, not all-or-nothing: own Steps and TF Ops, derived XLA Modules and XLA Ops."""
-    index = build_index(decode_xspace(_tf24_space(num_gpus=1, hlo=True)))
+    index = build_index(decode_xspace(tf24_gpu_space(num_gpus=1, hlo=True)))
     assert _threads(index, "/device:GPU:0") == [
         ("Steps", False), ("XLA Modules", True), ("TensorFlow Ops", False), ("XLA Ops", True),
         ("TensorFlow Name Scope", False), ("Stream #14(Kernel)", False)]
@@ -95,7 +74,7 @@ def test_tf24_plane_derives_only_the_tracks_the_producer_did_not_write() -> None
 
 
 def test_tf24_lines_marked_derived_in_profile_info() -> None:
-    profile = decode_xspace(_tf24_space(num_gpus=1))
+    profile = decode_xspace(tf24_gpu_space(num_gpus=1))
     gpu = profile.planes[0]
     rows = {row["line_id"]: (row["line"], row["derived"], row["kind"])
             for row in (_line_row(gpu, line) for line in gpu.lines)}
