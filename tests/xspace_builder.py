@@ -280,3 +280,41 @@ def tf24_gpu_space(num_gpus: int = 2, hlo: bool = False, host: str = "localhost"
         ops.event("dense/MatMul:MatMul", 200 * _US, 50 * _US)
         scopes.event("dense", 10 * _US, 240 * _US)
     return b.serialize()
+
+
+def tf24_grouped_gpu_space(steps: int = 2, step_us: int = 300) -> bytes:
+    """A whole TF 2.4 GPU capture as the producer writes it, already grouped: every host and
+    device event of step k carries `group_id` k; the step's `FunctionRun` carries
+    `step_name` "k" (the producer's implicit step marker; no event has `_r` or `step_num`);
+    the GPU plane has its own Steps / TensorFlow Ops / Name Scope lines (sign-extended ids).
+
+    Per step, from its start t0 (µs): FunctionRun [0, 250] (python); ExecutorState::Process
+    [10, 60] with MatMul [20, 30] and a cudaLaunchKernel [25, 27] inside (tf_Compute);
+    MemcpyHtoD [62, 67]; kernels [70, 170] and [180, 230] (stream 14); producer Steps event
+    [62, 230]."""
+    b = XSpaceBuilder(hostnames=["bert"])
+    host = b.plane("/host:CPU")
+    python = host.line("python", line_id=1)
+    compute = host.line("tf_Compute", line_id=2)
+    gpu = b.gpu_plane(0)
+    stream = gpu.line("Stream #14(Kernel)", line_id=14)
+    copies = gpu.line("Stream #15(MemcpyH2D)", line_id=15)
+    own_steps, own_ops, own_scopes = tf24_derived_lines(gpu)
+    for k in range(steps):
+        t0 = k * step_us * _US
+        corr = 10 * k
+        python.event("FunctionRun", t0, 250 * _US, group_id=k, step_name=str(k))
+        compute.event("ExecutorState::Process", t0 + 10 * _US, 50 * _US, group_id=k)
+        compute.event("dense/MatMul:MatMul", t0 + 20 * _US, 10 * _US, group_id=k)
+        compute.event("cudaLaunchKernel", t0 + 25 * _US, 2 * _US, group_id=k,
+                      correlation_id=corr + 1)
+        copies.memcpy("HtoD", t0 + 62 * _US, 5 * _US, corr + 3, num_bytes=4096, group_id=k)
+        stream.kernel("volta_sgemm", t0 + 70 * _US, 100 * _US, corr + 1, group_id=k,
+                      **{"level 0": "dense/MatMul:MatMul"})
+        stream.kernel("volta_sgemm", t0 + 180 * _US, 50 * _US, corr + 2, group_id=k,
+                      **{"level 0": "dense_1/MatMul:MatMul"})
+        own_steps.event(str(k), t0 + 62 * _US, 168 * _US, group_id=k, step_name=str(k))
+        own_ops.event("dense/MatMul:MatMul", t0 + 70 * _US, 100 * _US)
+        own_ops.event("dense_1/MatMul:MatMul", t0 + 180 * _US, 50 * _US)
+        own_scopes.event("dense", t0 + 70 * _US, 160 * _US)
+    return b.serialize()

@@ -17,6 +17,12 @@ Follows the profiler's grouping rules (xprof_reference.md §3.2), vectorised:
      outermost Keras 3 step function executions (names containing `step_on_iterator`), which
      is how `model.fit` runs a step; without those, the `FunctionRun`s;
   4. legacy markers `TraceContext`, `SessionRun`, `RunGraph`.
+* Pre-grouped files. A producer that grouped before writing (TensorFlow 2.x up to 2.4 on GPU:
+  host and device events carry `group_id`) has decided the steps already; as the reference
+  does, its groups are used as they are and none of the rules above runs (rule "producer").
+  A group's root is its longest host event with a `step_name` stat (the producer's step
+  marker), else its longest outermost host event, else its first device event; its step
+  number is the root's `step_num`, else the number `step_name` ends in, else the group id.
 * Group ids. Roots are ranked by start time; each event takes the smallest rank of any root
   that reaches it (the reference's breadth-first "first root wins"), found by alternating a
   top-down pass over nesting levels with a min-per-key pass over the cross-thread links until
@@ -53,7 +59,7 @@ class Forest:
     group_id: np.ndarray  # int64 per event, -1 outside every group
     root_event: np.ndarray  # int64 per group: the event that roots it
     step_num: np.ndarray  # int64 per group
-    root_rule: str  # "loop", "marker", "legacy", "keras" or "none"
+    root_rule: str  # "producer", "loop", "marker", "legacy", "keras" or "none"
 
     @property
     def num_groups(self) -> int:
@@ -115,6 +121,9 @@ def _link(source_cols: tuple[np.ndarray, ...], target_cols: tuple[np.ndarray, ..
 
 def build_forest(table: EventTable) -> Forest:
     nesting = compute_nesting(table.start_ps, table.end_ps, table.line_bounds)
+    producer_group = table.int_stat("group_id")
+    if np.any(producer_group >= 0):
+        return _producer_forest(table, nesting, producer_group)
     n = len(table)
     is_async = table.int_stat("_a", 0) > 0
     parent = np.where(is_async, -1, nesting.parent)
@@ -169,6 +178,42 @@ def build_forest(table: EventTable) -> Forest:
     root_event = roots[ranks]
     step_num = _step_numbers(table, nesting, root_event, rule)
     return Forest(table, nesting, group_id, root_event, step_num, rule if len(roots) else "none")
+
+
+def _producer_forest(table: EventTable, nesting: Nesting, producer_group: np.ndarray) -> Forest:
+    """The producer's own groups (`group_id` stats), densely renumbered in id order."""
+    grouped = np.flatnonzero(producer_group >= 0)
+    values, dense = np.unique(producer_group[grouped], return_inverse=True)
+    group_id = np.full(len(table), -1, np.int64)
+    group_id[grouped] = dense
+    num_groups = len(values)
+    host = ~table.on_device
+    length = table.end_ps - table.start_ps
+    step_name_code, step_names = table.str_stat_codes("step_name")
+    # Root preference per group: host step marker (step_name), outermost host event, device
+    # event; then the longest, then the earliest. One lexsort, the first row per group wins.
+    preference = np.where(host & (step_name_code >= 0), 0,
+                          np.where(host & (nesting.parent < 0), 1, np.where(host, 3, 2)))
+    rows = grouped[np.lexsort((table.start_ps[grouped], -length[grouped],
+                               preference[grouped], group_id[grouped]))]
+    first = np.ones(len(rows), bool)
+    first[1:] = group_id[rows][1:] != group_id[rows][:-1]
+    root_event = rows[first]
+    step_num = table.int_stat("step_num")[root_event]
+    named = np.array([_trailing_number(text) for text in step_names] + [-1], np.int64)
+    step_num = np.where(step_num >= 0, step_num, named[step_name_code[root_event]])
+    step_num = np.where(step_num >= 0, step_num, values)
+    rule = "producer" if num_groups else "none"
+    return Forest(table, nesting, group_id, root_event, step_num.astype(np.int64), rule)
+
+
+_TRAILING_NUMBER = re.compile(r"(\d+)\s*$")
+
+
+def _trailing_number(text: str) -> int:
+    """`"train 12"` -> 12, `"0"` -> 0; -1 where the name ends in no number."""
+    match = _TRAILING_NUMBER.search(text)
+    return int(match.group(1)) if match else -1
 
 
 def _threadpool_regions(table: EventTable, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

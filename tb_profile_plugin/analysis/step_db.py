@@ -145,8 +145,12 @@ def classify(forest: Forest) -> tuple[np.ndarray, np.ndarray, bool]:
     # A group's root marks its step unless it is an implicit root (a function, session or
     # executor run the runtime marks as a root on its own): those carry no step name.
     implicit = table.names_matching(lambda s: s in IMPLICIT_ROOT_NAMES)[table.name_id]
-    roots = forest.root_event[~implicit[forest.root_event] & ~on_device[forest.root_event]]
-    types[roots] = _MARKER
+    if forest.root_rule != "producer":
+        roots = forest.root_event[~implicit[forest.root_event] & ~on_device[forest.root_event]]
+        types[roots] = _MARKER
+    # A producer that grouped before writing marks each step's host event with `step_name`
+    # (the reference's implicit step markers); our own grouping writes no stats.
+    types[~on_device & (table.str_stat_codes("step_name")[0] >= 0)] = _MARKER
     types[forest.group_id < 0] = _NOT_CLASSIFIED
     return types, on_device, has_device
 
