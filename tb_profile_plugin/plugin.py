@@ -170,12 +170,12 @@ class ProfilePlugin(base_plugin.TBPlugin):
         return _json(request, views)
 
     def _serve_hosts(self, request: Request) -> Response:
+        """The hosts `data` answers for the view `tag` (every host file when no tag is given)."""
         run = self._logdir.run(request.args.get("run", ""))
-        hosts = list(run.hosts)
-        view = registry.VIEWS.get(request.args.get("tag", ""))
-        if view is not None and view.combines_hosts and len(hosts) > 1:
-            hosts.insert(0, ALL_HOSTS)
-        return _json(request, hosts)
+        tag = request.args.get("tag", "")
+        if not tag:
+            return _json(request, list(run.hosts))
+        return _json(request, self._hosts_offering(run, self._view(tag)))
 
     def _serve_data(self, request: Request) -> Response:
         view, view_request = self._view_request(request)
@@ -267,9 +267,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
         tag = tag or request.args.get("tag", "")
         if not tag:
             raise BadRequest("the tag parameter (the view) is missing")
-        view = registry.VIEWS.get(tag)
-        if view is None:
-            raise NotFound(f"unknown view {tag!r}; views: {', '.join(registry.VIEWS)}")
+        view = self._view(tag)
         host = request.args.get("host", "")
         if host and host != ALL_HOSTS:
             check_host_name(host)  # malformed text is a 400 whatever the run
@@ -283,16 +281,38 @@ class ProfilePlugin(base_plugin.TBPlugin):
             host = run.hosts[0]
         if host == ALL_HOSTS:
             if not view.combines_hosts:
-                raise BadRequest(f"view {view.name} shows one host at a time, not {ALL_HOSTS}")
+                raise BadRequest(
+                    f"view {view.name} shows one host at a time, not {ALL_HOSTS}; the hosts "
+                    f"that have it: {', '.join(self._hosts_offering(run, view)) or 'none'}")
             paths = {h: run.xplane_path(h) for h in run.hosts}
         else:
             paths = {host: self._logdir.host_path(run, host)}
         profiles = {h: self._store.open(p) for h, p in paths.items()}
         facts = registry.RunFacts.of(profiles)
         if not view.available(facts):
-            raise NotFound(f"view {view.name} has no data for run {run.name!r} host {host!r}")
+            raise NotFound(self._no_data_message(run, view, host))
         params = {k: v for k, v in request.args.items() if k not in ("run", "tag", "host")}
         return view, registry.ViewRequest(run.name, host, profiles, params, paths)
+
+    @staticmethod
+    def _view(tag: str) -> registry.View:
+        view = registry.VIEWS.get(tag)
+        if view is None:
+            raise NotFound(f"unknown view {tag!r}; views: {', '.join(registry.VIEWS)}")
+        return view
+
+    def _hosts_offering(self, run: Run, view: registry.View) -> list[str]:
+        profiles, _ = self._readable_profiles(run)
+        return registry.hosts_offering(view, run.hosts, profiles)
+
+    def _no_data_message(self, run: Run, view: registry.View, host: str) -> str:
+        """Why `view` has no document for `host`, and which hosts (or views) have one."""
+        offered = self._hosts_offering(run, view)
+        where = (f"the hosts that have it: {', '.join(offered)}" if offered else
+                 "no host of this run has it; the run's views: "
+                 + ", ".join(registry.views_for(registry.RunFacts.of(
+                     self._readable_profiles(run)[0]))))
+        return f"view {view.name} has no data for run {run.name!r} host {host!r}; {where}"
 
     def _readable_profiles(self, run: Run) -> tuple[dict[str, Profile], list[str]]:
         profiles: dict[str, Profile] = {}

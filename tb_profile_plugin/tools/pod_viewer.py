@@ -7,6 +7,11 @@ its own column too (`cores`), from a step database of the host events with only 
 device events. Beyond the reference, `stragglers` names per step the slowest host, its lag
 behind the median host and the category that explains the lag (analysis/stragglers.py).
 
+Offered for every run with host events, one host included: a one-host run (or one host of
+several) has one column per step, its own steps, in the same document shape; its straggler
+table is empty (there is no other host to lag behind). A run without steps gets the document
+with no steps and the diagnostics that say what was looked for, as the overview does.
+
 Parameters: `step_start` (index of the first common step returned, default 0) and `step_count`
 (default `DEFAULT_STEP_COUNT`): a window of the steps, so a run of many hosts and thousands of
 steps answers in pieces; `num_steps` is always the total, and a partial answer says so.
@@ -26,7 +31,7 @@ from tb_profile_plugin.analysis.stragglers import STRAGGLER_LAG_FRACTION, find_s
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.analysis_views import has_host_events, hosts_json, multi_host
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
+from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
 
 NAME = "pod_viewer"
 VERSION = 1
@@ -160,10 +165,5 @@ def steps_table(doc: dict[str, Any]) -> Table:
     return header, rows
 
 
-def _available(facts: RunFacts) -> bool:
-    """Hosts side by side: offered for runs of several hosts, or of GPU hosts (per GPU)."""
-    return has_host_events(facts) and (len(facts.hosts) > 1 or facts.has_gpu_planes)
-
-
-VIEW = register(View(NAME, VERSION, build, _available, combines_hosts=True,
+VIEW = register(View(NAME, VERSION, build, has_host_events, combines_hosts=True,
                      tables={"stragglers": stragglers_table, "steps": steps_table}))

@@ -3,17 +3,20 @@
 A `View` says, from cheap `RunFacts` (plane names and event names, read from the decoded
 profiles' metadata tables, never from events), whether it has something to show, and builds its
 document from the decoded profiles of the requested host (or of every host for ALL_HOSTS).
-Views register themselves in `VIEWS`; `run_tools` lists them in the order design/api.md fixes.
+Views register themselves in `VIEWS`; `run_tools` lists them in the order design/api.md fixes,
+and `hosts_offering` says which hosts of a run a view answers for (the `hosts` route), by the
+same test the `data` route applies to the requested host.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tb_profile_plugin.errors import BadRequest
+from tb_profile_plugin.logdir import ALL_HOSTS
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import PlaneKind, is_accelerator_plane, plane_kind
 
@@ -98,6 +101,31 @@ def ordered_views() -> list[View]:
 
 def views_for(facts: RunFacts) -> list[str]:
     return [view.name for view in ordered_views() if view.available(facts)]
+
+
+def hosts_offering(view: View, hosts: Sequence[str], profiles: Mapping[str, Profile]) -> list[str]:
+    """The hosts of a run whose `data` answer for `view` is a document, in the run's order.
+
+    `hosts` are the run's hosts; `profiles` the readable ones. A host is offered when the view
+    is available on that host's profile alone (what `data` checks for a host); `ALL_HOSTS`
+    comes first when the view combines hosts, the run has several, every one is readable and
+    the view is available on them together. An unreadable host is offered only by the views
+    that show any file (available with no facts at all: profile_info), whose answer, a 422,
+    says why the file cannot be read.
+    """
+    shows_any_file = view.available(_NO_FACTS)
+    offered = [
+        host for host in hosts
+        if (view.available(RunFacts.of({host: profiles[host]})) if host in profiles
+            else shows_any_file)
+    ]
+    if (view.combines_hosts and len(hosts) > 1 and len(profiles) == len(hosts)
+            and view.available(RunFacts.of(profiles))):
+        offered.insert(0, ALL_HOSTS)
+    return offered
+
+
+_NO_FACTS = RunFacts(hosts=(), plane_names=frozenset(), event_names=frozenset(), num_events=0)
 
 
 def float_param(params: Mapping[str, str], key: str) -> float | None:

@@ -166,7 +166,7 @@ def test_analysis_views_over_http(server: Server) -> None:
     assert status == 200
     assert tools == [
         "overview_page", "input_pipeline_analyzer", "tensorflow_stats", "trace_viewer",
-        "memory_profile", "tf_data_bottleneck_analysis", "profile_info"]
+        "memory_profile", "pod_viewer", "tf_data_bottleneck_analysis", "profile_info"]
     status, overview = server.fetch_json("data", run=run, tag="overview_page", host=host)
     assert status == 200 and overview["tool"] == "overview_page"
     assert len(overview["steps"]) == 6 and overview["bottleneck"]["input_bound"] == "highly"
