@@ -39,7 +39,7 @@ class EventTable:
     end_ps: np.ndarray  # int64
     name_id: np.ndarray  # int64 (index into self.names)
     names: list[str]  # profile-wide unique event names
-    _stat_cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    _stat_cache: dict[tuple[str, str, int], np.ndarray] = field(default_factory=dict)
     _canonical: CanonicalColumns | None = None
 
     def __len__(self) -> int:
@@ -58,7 +58,7 @@ class EventTable:
 
     def int_stat(self, stat_name: str, fill: int = -1) -> np.ndarray:
         """Dense int64 column of an integer stat (refs give the referenced stat id)."""
-        key = ("int", stat_name)
+        key = ("int", stat_name, fill)
         if key not in self._stat_cache:
             out = np.full(len(self), fill, np.int64)
             for k, (plane, line) in enumerate(self.lines):

@@ -48,6 +48,8 @@ FUNCTION_RUN = "FunctionRun"
 REGION_START = "ThreadpoolListener::StartRegion"
 REGION_STOP = "ThreadpoolListener::StopRegion"
 TF_DATA_FUNCTION_PREFIX = "InstantiatedCapturedFunction::Run"
+#: Root rule of files the producer grouped before writing (`group_id` stats).
+PRODUCER_RULE = "producer"
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ def _producer_forest(table: EventTable, nesting: Nesting, producer_group: np.nda
     named = np.array([_trailing_number(text) for text in step_names] + [-1], np.int64)
     step_num = np.where(step_num >= 0, step_num, named[step_name_code[root_event]])
     step_num = np.where(step_num >= 0, step_num, values)
-    rule = "producer" if num_groups else "none"
+    rule = PRODUCER_RULE if num_groups else "none"
     return Forest(table, nesting, group_id, root_event, step_num.astype(np.int64), rule)
 
 

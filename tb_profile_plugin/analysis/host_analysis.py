@@ -2,7 +2,8 @@
 
 `analyze(profile)` builds the step database, op metrics and kernel statistics from the
 profile's event forest (shared with the other analyses: analysis/profile_cache.py), and reads
-the run environment from the planes. The result is memoised per decoded
+the run environment and the program's framework (TensorFlow, Keras, JAX: xspace/producers.py
+`detect_framework`) from the planes. The result is memoised per decoded
 profile (the store keeps decoded profiles, so a second request for any view of the same file is
 served from memory).
 
@@ -21,13 +22,23 @@ from dataclasses import dataclass
 
 from tb_profile_plugin.analysis.device_names import device_type_name
 from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
+from tb_profile_plugin.analysis.execution_steps import execution_steps
 from tb_profile_plugin.analysis.forest import Forest, build_forest
+from tb_profile_plugin.analysis.jitted_functions import JittedFunction, jitted_functions
 from tb_profile_plugin.analysis.kernel_stats import KernelStats, build_kernel_stats
 from tb_profile_plugin.analysis.op_metrics import OpMetrics, build_op_metrics
 from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
+from tb_profile_plugin.analysis.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
-from tb_profile_plugin.xspace.producers import PlaneKind, is_accelerator_plane, plane_kind
+from tb_profile_plugin.xspace.producers import (
+    Framework,
+    PlaneKind,
+    detect_framework,
+    is_accelerator_plane,
+    plane_kind,
+)
 from tb_profile_plugin.xspace.schema import is_gpu_plane
 
 #: Line timestamps below this (ns) are relative to the capture start, not since the epoch.
@@ -46,7 +57,8 @@ class HostAnalysis:
     steps: StepDb
     ops: OpMetrics
     environment: RunEnvironment
-    root_rule: str  # how steps were found: marker, keras, loop, legacy or none
+    # How steps were found: producer, marker, keras, loop, legacy, executions or none.
+    root_rule: str
     num_groups: int
     has_device: bool
     has_tf_data: bool
@@ -57,6 +69,14 @@ class HostAnalysis:
     time_base_ns: int = 0
     #: GPU hosts: (GPU plane name, its step database), one per GPU plane.
     core_steps: tuple[tuple[str, StepDb], ...] = ()
+    #: The program's framework (xspace/producers.py `detect_framework`) and, in words, what
+    #: showed it.
+    framework: Framework = Framework.UNKNOWN
+    framework_evidence: str = ""
+    #: Per XLA module: calls, execution times, device share, host dispatch.
+    jitted: tuple[JittedFunction, ...] = ()
+    #: root_rule "executions": the jitted function whose executions are the steps.
+    step_module: str = ""
 
 
 @per_profile
@@ -111,6 +131,13 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
     classified = classify(forest)
     types, on_device, has_device = classified
     steps = build_step_db(forest, classified)
+    executions = profile_executions(profile)
+    root_rule, step_module = forest.root_rule, ""
+    if root_rule == "none":
+        from_executions = execution_steps(forest, executions)
+        if from_executions is not None:
+            steps, step_module = from_executions.steps, from_executions.module
+            root_rule = EXECUTION_RULE
     ops = build_op_metrics(forest, types)
     has_tf_data = any(name.startswith("Iterator::") for name in table.names)
     core_steps = []
@@ -119,9 +146,12 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
             own = types.copy()
             own[on_device & (table.plane_index != index)] = -1  # other GPUs' events
             core_steps.append((plane.name, build_step_db(forest, (own, on_device, has_device))))
+    framework = detect_framework(profile)
     return HostAnalysis(
-        steps=steps, ops=ops, environment=_environment(profile), root_rule=forest.root_rule,
+        steps=steps, ops=ops, environment=_environment(profile), root_rule=root_rule,
         num_groups=forest.num_groups, has_device=has_device, has_tf_data=has_tf_data,
         num_device_kernels=int(on_device.sum()), kernels=build_kernel_stats(table),
         time_base_ns=time_base_ns(profile), core_steps=tuple(core_steps),
+        framework=framework.framework, framework_evidence=framework.evidence,
+        jitted=jitted_functions(forest, executions), step_module=step_module,
     )

@@ -7,6 +7,8 @@
 - Op tables: summed per op name (IDLE rows too); kernel statistics summed per kernel, launch
   shape and op; 16/32-bit compute time summed.
 - Environment: hostnames united (several files may name one machine), device cores summed.
+- Framework: the one most hosts show (ties: the first host's); hosts that show none
+  (UNKNOWN, e.g. a coordinator without the program's events) do not vote.
 
 `alignment_diagnostics` words the intersection for users: which host is the chief, how each
 host was matched, the steps each host lost, coordinators, hosts without steps, and an empty
@@ -16,16 +18,19 @@ intersection.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, RunEnvironment
+from tb_profile_plugin.analysis.jitted_functions import merge_jitted
 from tb_profile_plugin.analysis.kernel_stats import KernelDetails, KernelRow, KernelStats
 from tb_profile_plugin.analysis.op_metrics import IDLE, OpFacts, OpMetrics, OpTable
 from tb_profile_plugin.analysis.step_alignment import Alignment, HostSteps, align_steps
 from tb_profile_plugin.analysis.step_db import NUM_TYPES, StepDb
+from tb_profile_plugin.xspace.producers import Framework
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,19 @@ def _environment(analyses: Mapping[str, HostAnalysis]) -> RunEnvironment:
                           sum(a.environment.device_core_count for a in analyses.values()))
 
 
+def combined_framework(analyses: Mapping[str, HostAnalysis]) -> tuple[Framework, str]:
+    """The run's framework and its evidence: the one most hosts show (ties: the first
+    host's); UNKNOWN hosts do not vote."""
+    votes = Counter(a.framework for a in analyses.values() if a.framework != Framework.UNKNOWN)
+    if not votes:
+        return Framework.UNKNOWN, ""
+    framework = votes.most_common(1)[0][0]
+    host, first = next((h, a) for h, a in analyses.items() if a.framework == framework)
+    evidence = first.framework_evidence if len(analyses) == 1 else (
+        f"{host}: {first.framework_evidence}")
+    return framework, evidence
+
+
 def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
     """The hosts' analyses combined (see the module docstring); `analyses` in host order."""
     alignment = align_steps({
@@ -156,6 +174,7 @@ def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
         device_op_facts=merge_op_facts([a.ops.device_op_facts for a in with_device]),
     )
     reference = analyses[alignment.chief] if alignment.chief else all_[0]
+    framework, evidence = combined_framework(analyses)
     combined = HostAnalysis(
         steps=steps, ops=ops, environment=_environment(analyses),
         root_rule=reference.root_rule, num_groups=sum(a.num_groups for a in all_),
@@ -164,6 +183,8 @@ def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
         num_device_kernels=max(a.num_device_kernels for a in all_),
         kernels=merge_kernel_stats([a.kernels for a in all_]),
         time_base_ns=reference.time_base_ns,
+        framework=framework, framework_evidence=evidence,
+        jitted=merge_jitted(a.jitted for a in all_), step_module=reference.step_module,
     )
     return MultiHost(dict(analyses), alignment, combined, slowest)
 

@@ -1,9 +1,11 @@
 """Step database: per step, where its time went, in the profiler's event types.
 
 1. Classify grouped events (xprof_reference.md §3.3 "Step events"):
-   - device (GPU planes, events with a group): memcpy H2D/D2H/D2D by name; `nccl*` is
-     collectives; other kernels are 16-bit compute when their `shape` says `half` (or, without
-     a shape, the name says `half`/`fp16`), else 32-bit compute;
+   - device (GPU planes, events with a group): memcpy H2D/D2H/D2D by name; collectives by
+     kernel name (`nccl*`, `rccl*`), HLO op or HLO category (`all-reduce`, `all-gather`, ...:
+     xspace/producers.py `is_collective`); other kernels are 16-bit compute when their
+     `shape` says `half` (or, without a shape, the name says `half`/`fp16`), else 32-bit
+     compute;
    - host: explicit markers (`train*`, `test*`, `TraceContext*` without `/`) and each group's
      root, unless it is an implicit root (`FunctionRun`, `SessionRun`, `RunGraph`,
      `ExecutorState::Process`), are step markers; `Eager*Execute`/`FunctionRun` are
@@ -31,8 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_profile_plugin.analysis.forest import Forest
+from tb_profile_plugin.analysis.events import EventTable
+from tb_profile_plugin.analysis.forest import PRODUCER_RULE, Forest
 from tb_profile_plugin.analysis.op_names import OpCategory, parse_op
+from tb_profile_plugin.xspace.producers import is_collective
 
 
 class EventType(enum.IntEnum):
@@ -118,15 +122,14 @@ def _device_name_type(name: str) -> int:
         return EventType.DEVICE_TO_DEVICE
     if op.category == OpCategory.MEMCPY_H2H:
         return EventType.HOST_TO_HOST
-    if name.lower().startswith("nccl"):
-        return EventType.DEVICE_COLLECTIVES
     lowered = name.lower()
     return (EventType.DEVICE_COMPUTE_16 if ("half" in lowered or "fp16" in lowered)
             else EventType.DEVICE_COMPUTE_32)
 
 
-def classify(forest: Forest) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(event type per event, -1 unclassified / -2 marker; device mask; has_device)."""
+def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(event type per event, -1 unclassified / -2 marker; device mask; has_device).
+    `grouped_only`: events outside every group are unclassified (-1)."""
     table = forest.table
     on_device = table.on_device
     has_device = bool(on_device.any())
@@ -145,14 +148,25 @@ def classify(forest: Forest) -> tuple[np.ndarray, np.ndarray, bool]:
     # A group's root marks its step unless it is an implicit root (a function, session or
     # executor run the runtime marks as a root on its own): those carry no step name.
     implicit = table.names_matching(lambda s: s in IMPLICIT_ROOT_NAMES)[table.name_id]
-    if forest.root_rule != "producer":
+    if forest.root_rule != PRODUCER_RULE:
         roots = forest.root_event[~implicit[forest.root_event] & ~on_device[forest.root_event]]
         types[roots] = _MARKER
     # A producer that grouped before writing marks each step's host event with `step_name`
     # (the reference's implicit step markers); our own grouping writes no stats.
     types[~on_device & (table.str_stat_codes("step_name")[0] >= 0)] = _MARKER
-    types[forest.group_id < 0] = _NOT_CLASSIFIED
+    collective = collective_events(table)
+    types[on_device & collective & (types >= 0)] = EventType.DEVICE_COLLECTIVES
+    if grouped_only:
+        types[forest.group_id < 0] = _NOT_CLASSIFIED
     return types, on_device, has_device
+
+
+def collective_events(table: EventTable) -> np.ndarray:
+    """Per event: a collective by its HLO op, HLO category or kernel name (producers.py)."""
+    canon = table.canonical
+    by_text = np.array([is_collective(text) for text in canon.texts] + [False])
+    by_name = table.names_matching(is_collective)[table.name_id]
+    return by_name | by_text[canon.hlo_op] | by_text[canon.op_type]
 
 
 def union_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray,
@@ -216,6 +230,30 @@ def build_step_db(
     else:
         begin, finish = host_begin, host_end
         valid = host_begin >= 0
+    return step_db_from_spans(
+        StepSpans(begin, finish, valid, forest.step_num), types, groups, start, end, has_device)
+
+
+@dataclass(frozen=True)
+class StepSpans:
+    """Per group: its step's span [begin_ps, finish_ps), whether it is a step, its number."""
+
+    begin_ps: np.ndarray  # int64
+    finish_ps: np.ndarray  # int64
+    valid: np.ndarray  # bool
+    step_num: np.ndarray  # int64
+
+
+def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
+                       start: np.ndarray, end: np.ndarray, has_device: bool,
+                       drop_partial: bool = True) -> StepDb:
+    """The step database of groups whose spans are known: steps 3-5 of the module docstring.
+
+    Per event: `types` (classify's), `groups` (its group or -1), `start` and `end` (ps).
+    `drop_partial`: whether the first and last of many steps are dropped as cut by the
+    capture window (not for steps that are whole program executions)."""
+    begin, finish, valid, step_num = spans.begin_ps, spans.finish_ps, spans.valid, spans.step_num
+    g_count = len(begin)
 
     # Events of valid groups, clipped to their step.
     ev = np.flatnonzero((types >= 0) & (groups >= 0))
@@ -243,10 +281,10 @@ def build_step_db(
     order = np.flatnonzero(kept)
     order = order[np.argsort(begin[order], kind="stable")]
     partial = 0
-    if len(order) > PARTIAL_STEP_MIN:
+    if drop_partial and len(order) > PARTIAL_STEP_MIN:
         order, partial = order[1:-1], 2
     return StepDb(
-        step_num=forest.step_num[order],
+        step_num=step_num[order],
         group_id=order.astype(np.int64),
         begin_ps=begin[order],
         duration_ps=duration[order],

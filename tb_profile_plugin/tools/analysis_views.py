@@ -13,6 +13,8 @@ from typing import Any
 
 from tb_profile_plugin.analysis.advice import step_diagnostics
 from tb_profile_plugin.analysis.breakdown import steps_json
+from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
+from tb_profile_plugin.analysis.forest import PRODUCER_RULE
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze
 from tb_profile_plugin.analysis.host_pool import analyze_files
 from tb_profile_plugin.analysis.multi_host import MultiHost, alignment_diagnostics, combine
@@ -47,7 +49,7 @@ def single_host(request: ViewRequest, diagnostics: Diagnostics) -> tuple[str, Ho
     analysis = analyze(profile)
     warnings, info = step_diagnostics("", analysis)
     diagnostics.warnings.extend(warnings)
-    diagnostics.info.extend(info)
+    diagnostics.info.extend(info + step_source_notes("", analysis))
     return host, analysis
 
 
@@ -58,12 +60,28 @@ def multi_host(request: ViewRequest, diagnostics: Diagnostics) -> MultiHost:
     for host, analysis in analyses.items():
         warnings, info = step_diagnostics(host, analysis)
         diagnostics.warnings.extend(warnings)
-        diagnostics.info.extend(info)
+        diagnostics.info.extend(info + step_source_notes(host, analysis))
     multi = combine(analyses)
     warnings, info = alignment_diagnostics(multi)
     diagnostics.warnings.extend(warnings)
     diagnostics.info.extend(info)
     return multi
+
+
+def step_source_notes(host: str, analysis: HostAnalysis) -> list[str]:
+    """Where the steps came from, when no profiler marked them (info diagnostics)."""
+    prefix = f"{host}: " if host else ""
+    if analysis.root_rule == EXECUTION_RULE and len(analysis.steps):
+        count = len(analysis.steps)
+        return [
+            f"{prefix}no step markers were recorded; the {count} steps are the executions of "
+            f"the jitted function {analysis.step_module} (of the XLA programs run more than "
+            "once, the one with the most device time), each from the start of one execution to "
+            "the start of the next, aligned across the host's devices."]
+    if analysis.root_rule == PRODUCER_RULE and len(analysis.steps):
+        return [f"{prefix}the profiler grouped the events into steps when it wrote the file "
+                "(group_id); those steps are used as they are."]
+    return []
 
 
 def requested_analysis(

@@ -2,7 +2,9 @@
 
 Keys (docs/api.md): steps, step_time_ms, categories (per category avg/stddev/min/max in ms and
 share of step time), input_percent, all_others_percent, bottleneck, device_compute_precision,
-top_device_ops, top_host_ops, run_environment, recommendations.
+top_device_ops, top_host_ops, run_environment, step_rule, step_module (the jitted function
+whose executions are the steps, rule "executions"), jitted_functions (per XLA module: calls,
+execution times, device share, host dispatch), recommendations.
 
 ALL_HOSTS (analysis/multi_host.py): the steps common to every host, each the slowest host's
 step (its name in the step's `host`), ops summed over hosts; `multi_host` says how each host
@@ -11,6 +13,7 @@ took part in the step intersection.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,6 +26,7 @@ from tb_profile_plugin.analysis.breakdown import (
     category_stats_ms,
     verdict,
 )
+from tb_profile_plugin.analysis.jitted_functions import JittedFunction
 from tb_profile_plugin.analysis.op_metrics import OpFacts, OpTable
 from tb_profile_plugin.tools.analysis_views import (
     fact_keys,
@@ -60,6 +64,19 @@ def top_ops(table: OpTable, limit: int = TOP_OPS,
             **(fact_keys(facts, ops.name[i], float(ops.total_ps[i])) if facts else {}),
         })
     return rows
+
+
+def jitted_rows(jitted: tuple[JittedFunction, ...]) -> list[dict[str, Any]]:
+    """The jitted functions table (analysis/jitted_functions.py), times in ms."""
+    return [{
+        "module": row.module, "calls": row.calls, "devices": row.devices,
+        "executions": row.executions, "mean_ms": row.mean_ps / 1e9,
+        "min_ms": row.min_ps / 1e9, "max_ms": row.max_ps / 1e9,
+        "device_time_ms": row.device_ps / 1e9, "device_fraction": row.device_fraction,
+        "dispatches": row.dispatches,
+        "dispatch_mean_ms": None if math.isnan(row.dispatch_mean_ps)
+        else row.dispatch_mean_ps / 1e9,
+    } for row in jitted]
 
 
 def build(request: ViewRequest) -> dict[str, Any]:
@@ -103,6 +120,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
             "device_type": env.device_type, "device_core_count": env.device_core_count,
         },
         step_rule=analysis.root_rule,
+        step_module=analysis.step_module,
+        jitted_functions=jitted_rows(analysis.jitted),
         has_device=analysis.has_device,
         recommendations=recommendations(analysis),
         **multi_host_keys(multi),
@@ -117,5 +136,14 @@ def steps_table(doc: dict[str, Any]) -> Table:
     return header, rows
 
 
+JITTED_COLUMNS = ("module", "calls", "devices", "executions", "mean_ms", "min_ms", "max_ms",
+                  "device_time_ms", "device_fraction", "dispatches", "dispatch_mean_ms")
+
+
+def jitted_table(doc: dict[str, Any]) -> Table:
+    rows = [[row[k] for k in JITTED_COLUMNS] for row in doc["jitted_functions"]]
+    return list(JITTED_COLUMNS), rows
+
+
 VIEW = register(View(NAME, VERSION, build, has_host_events, combines_hosts=True,
-                     tables={"steps": steps_table}))
+                     tables={"steps": steps_table, "jitted_functions": jitted_table}))

@@ -9,12 +9,11 @@ from a producer's raw stats:
   event forest (analysis/forest.py: host step roots reach kernels through `correlation_id`)
   gives it; the event is named by the step number.
 * **XLA Modules**: one event per execution of an XLA program, named by its canonical module.
-  An execution is a maximal run, in start order over the plane, of events of one module, one
-  `run_id` and one step (`group_id`). Where the kernels carry `run_id` (XLA's id of the
-  execution), the run_id alone delimits executions and events of no module in between are
-  ignored. Where they don't (JAX on GPU), an execution ends wherever the module changes,
-  including to no module: an argument copy or another program between two calls of `jit_f`
-  separates them, so back-to-back calls never draw one bar across the idle time between.
+  The executions are analysis/xla_executions.py's (the same the jitted-functions table and
+  the execution steps count): delimited by `run_id`, else by the host-side call that launched
+  the kernels (`<module>:XLA GPU module`), else wherever the module changes, including to no
+  module: an argument copy or another program between two calls of `jit_f` separates them,
+  so back-to-back calls never draw one bar across the idle time between.
 * **TensorFlow Ops** (kernels whose producer wrote `name:Type`, TF) or **Framework Ops** (JAX
   op paths): consecutive events in start order over the plane with the same canonical op, in
   the same execution and step, become one event spanning them, named by the op (`name:Type`
@@ -39,6 +38,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable, build_event_table
 from tb_profile_plugin.analysis.profile_cache import profile_forest
+from tb_profile_plugin.analysis.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import CanonicalColumns
 
@@ -79,7 +79,7 @@ def derive_tracks(profile: Profile, plane_index: int,
     canon = table.canonical
     by_time = np.lexsort((np.arange(len(table)), table.start_ps))
     group = table.int_stat("group_id")
-    execution = _executions(canon.module, table.int_stat("run_id"), group, by_time)
+    execution = _plane_executions(profile, plane_index)
     framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
     op_label, op_texts = _framework_labels(canon)
     for title, key, label, texts in (
@@ -94,28 +94,12 @@ def derive_tracks(profile: Profile, plane_index: int,
     return tracks
 
 
-def _executions(module: np.ndarray, run_id: np.ndarray, group: np.ndarray,
-                by_time: np.ndarray) -> np.ndarray:
-    """Per event, a dense id of the module execution it belongs to; -1 where it has no module.
-
-    See the module docstring: with `run_id`, runs of (module, run_id, step) among the events of
-    a module; without, runs of (module, step) among all events, so that a module-less event
-    ends an execution.
-    """
-    in_module = module >= 0
-    out = np.full(len(module), -1, np.int64)
-    if not in_module.any():
-        return out
-    with_run_id = bool(np.any(run_id[in_module] >= 0))
-    seq = by_time[in_module[by_time]] if with_run_id else by_time
-    cols = (module, run_id, group) if with_run_id else (module, group)
-    new = np.zeros(len(seq), bool)
-    new[0] = True
-    for col in cols:
-        ordered = col[seq]
-        new[1:] |= ordered[1:] != ordered[:-1]
-    out[seq] = np.cumsum(new) - 1
-    return np.where(in_module, out, -1)
+def _plane_executions(profile: Profile, plane_index: int) -> np.ndarray:
+    """Per event of the plane's table: its XLA execution (analysis/xla_executions.py), -1."""
+    executions = profile_executions(profile)
+    full = profile_forest(profile).table
+    # Both tables list this plane's lines in the same order, so rows correspond.
+    return executions.event_execution[full.plane_index == plane_index]
 
 
 def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:

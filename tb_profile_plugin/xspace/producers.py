@@ -51,6 +51,26 @@ TPU ops are typed by their `hlo_category`. The "kernel" of an event is its event
 on TPU XLA Ops lines where the metadata name is the whole HLO instruction text and the
 `display_name` (or the HLO op) is used instead. `flops` and `bytes_accessed` (TPU metadata)
 come along where written.
+
+Frameworks (`detect_framework`), from name tables and plane stats only, first row that matches:
+
+| evidence                                                          | framework  |
+|-------------------------------------------------------------------|------------|
+| `/host:metadata` plane stat `jax_version` / `jaxlib_version`      | JAX        |
+| event named `*step_on_iterator*` (Keras 3 fit) or                 | Keras      |
+| `__inference_train_function*` (tf.keras fit)                      |            |
+| host event `PjitFunction(f)` / `PmapFunction(f)`; a kernel `tf_op` | JAX        |
+| of `XlaModule:`; XLA modules named `jit_*` / `pmap_*` (Hlo Proto  |            |
+| names on `/host:metadata`, "XLA Modules" events)                  |            |
+| `ExecutorState::Process`, `FunctionRun`, `EagerKernelExecute`,    | TensorFlow |
+| `EagerLocalExecute`, `Iterator::*`, `SessionRun`; device stat     |            |
+| `level 0` (TF <= 2.4)                                             |            |
+| a `tf_op` value in TF's `name:Type` form                          | TensorFlow |
+| `hlo_module` (XLA ops) without them                               | JAX        |
+| none of these                                                     | UNKNOWN    |
+
+JAX comes before TensorFlow's names because a JAX program may read its input with tf.data
+(`Iterator::*` events) and stays a JAX program.
 """
 
 from __future__ import annotations
@@ -61,7 +81,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_profile_plugin.xspace.model import Line, Plane, StatColumns
+from tb_profile_plugin.xspace.model import Line, Plane, Profile, StatColumns, StringTable
 from tb_profile_plugin.xspace.schema import (
     CUSTOM_PLANE_PREFIX,
     DERIVED_LINE_ID_MAX,
@@ -69,6 +89,7 @@ from tb_profile_plugin.xspace.schema import (
     DERIVED_LINE_NAMES,
     DEVICE_PLANE_PREFIX,
     GPU_PLANE_PREFIX,
+    METADATA_PLANE_NAME,
     TPU_PLANE_PREFIX,
     StatKind,
 )
@@ -157,6 +178,162 @@ def line_kind(plane_name: str, line_id: int, line_name: str) -> LineKind:
 
 def kind_of(plane: Plane, line: Line) -> LineKind:
     return line_kind(plane.name, line.id, line.name)
+
+
+# --------------------------------------------------------------------------------------------
+# The framework that wrote the profile (see the module docstring's "Frameworks" table)
+
+
+class Framework(enum.Enum):
+    """The framework of the profiled program; the value is how it is shown."""
+
+    TENSORFLOW = "TensorFlow"
+    KERAS = "Keras"
+    JAX = "JAX"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class FrameworkGuess:
+    """The framework a profile shows, and what showed it (in words, for diagnostics)."""
+
+    framework: Framework
+    evidence: str  # "" for UNKNOWN
+
+
+_JAX_VERSION_STATS = ("jax_version", "jaxlib_version")
+#: jaxlib's host events for one call of a jitted (pmapped) function.
+_JAX_DISPATCH_PREFIXES = ("PjitFunction(", "PmapFunction(")
+#: The `tf_op` JAX's GPU runtime writes on every kernel (interned: a stat metadata name).
+_JAX_KERNEL_TF_OP = "XlaModule:"
+#: XLA module names as JAX gives them (`jit_<fn>`, `pmap_<fn>`): Hlo Proto names on the
+#: metadata plane and the events of "XLA Modules" lines.
+_JAX_MODULE_PREFIXES = ("jit_", "pmap_")
+#: Step functions of model.fit: Keras 3 (`__inference_multi_step_on_iterator_123`,
+#: `one_step_on_iterator`) and tf.keras 2 (`__inference_train_function_123`).
+_KERAS_STEP_FUNCTIONS = ("step_on_iterator", "__inference_train_function")
+#: TensorFlow's runtime events (graph executor, tf.function runs, eager ops, tf.data, TF1).
+_TF_RUNTIME_PREFIXES = ("ExecutorState::Process", "FunctionRun", "EagerKernelExecute",
+                        "EagerLocalExecute", "Iterator::", "SessionRun")
+
+
+def detect_framework(profile: Profile) -> FrameworkGuess:
+    """The framework that wrote `profile`, from its name tables and plane stats (no event loop).
+
+    Rules, first match wins (see the module docstring's "Frameworks" table):
+
+    1. the `/host:metadata` plane's `jax_version` / `jaxlib_version` stat: JAX;
+    2. a Keras step function among the event names (`*step_on_iterator*`,
+       `__inference_train_function*`): Keras (model.fit on TensorFlow);
+    3. JAX's host dispatch events (`PjitFunction(f)`, `PmapFunction(f)`), the `XlaModule:`
+       op JAX's GPU runtime writes on kernels, or XLA modules named `jit_*`/`pmap_*`: JAX
+       (before TensorFlow's names: a JAX program may read its data through tf.data);
+    4. TensorFlow's runtime events (`ExecutorState::Process`, `FunctionRun`,
+       `EagerKernelExecute`, `Iterator::`, ...) or TF <= 2.4's `level 0` op stat: TensorFlow;
+    5. a `tf_op` value in TensorFlow's `name:Type` form (a device-only TF capture): TensorFlow;
+    6. XLA ops (`hlo_module`) without them: JAX;
+    7. otherwise UNKNOWN.
+    """
+    metadata = profile.plane(METADATA_PLANE_NAME)
+    if metadata is not None:
+        stats = metadata.stat_values()
+        for key in _JAX_VERSION_STATS:
+            if stats.get(key):
+                return FrameworkGuess(
+                    Framework.JAX, f"the {METADATA_PLANE_NAME} plane's {key} {stats[key]}")
+    for plane in profile.planes:
+        found = _names_containing(plane.event_metadata.names, _KERAS_STEP_FUNCTIONS)
+        if found:
+            return FrameworkGuess(Framework.KERAS, f"Keras step function events (*{found}*)")
+    for plane in profile.planes:
+        found = _names_starting(plane.event_metadata.names, _JAX_DISPATCH_PREFIXES)
+        if found:
+            return FrameworkGuess(Framework.JAX, f"JAX's dispatch events ({found}…))")
+    for plane in profile.planes:
+        if _JAX_KERNEL_TF_OP in _stat_names(plane):
+            return FrameworkGuess(Framework.JAX, f"kernels with JAX's tf_op "
+                                                 f"'{_JAX_KERNEL_TF_OP}'")
+    for plane in profile.planes:
+        found = _names_starting(_module_names(plane), _JAX_MODULE_PREFIXES)
+        if found:
+            return FrameworkGuess(Framework.JAX, f"XLA modules named as JAX names them "
+                                                 f"({found}…)")
+    for plane in profile.planes:
+        found = _names_starting(plane.event_metadata.names, _TF_RUNTIME_PREFIXES)
+        if found:
+            return FrameworkGuess(Framework.TENSORFLOW, f"TensorFlow runtime events ({found})")
+        if plane_kind(plane.name) != PlaneKind.HOST and "level 0" in _stat_names(plane):
+            return FrameworkGuess(Framework.TENSORFLOW, "device ops with TensorFlow <= 2.4's "
+                                                        "'level 0' op stat")
+    return _from_device_ops(profile)
+
+
+def _from_device_ops(profile: Profile) -> FrameworkGuess:
+    """Rules 5 and 6: ops by their `tf_op` values (distinct values per stat column, found
+    with numpy) and XLA's `hlo_module` stat. Reached only when no name decided."""
+    for plane in profile.planes:
+        stat_id = plane.stat_metadata.id_of("tf_op")
+        if stat_id is None:
+            continue
+        columns = [(line.stats, len(line.events)) for line in plane.lines]
+        columns.append((plane.event_metadata.stats, len(plane.event_metadata.ids)))
+        for stats, rows in columns:
+            for text in str_codes(stats, stat_id, rows, plane)[1]:
+                if split_framework_op(text)[1]:
+                    return FrameworkGuess(Framework.TENSORFLOW,
+                                          f"TensorFlow ops on the device (tf_op {text})")
+    if any("hlo_module" in _stat_names(plane) for plane in profile.planes):
+        return FrameworkGuess(Framework.JAX, "XLA ops (hlo_module) of no TensorFlow op")
+    return FrameworkGuess(Framework.UNKNOWN, "")
+
+
+def _stat_names(plane: Plane) -> set[str]:
+    """The plane's stat metadata names: stat keys and interned (ref) values."""
+    return set(plane.stat_metadata.names.tolist())
+
+
+def _module_names(plane: Plane) -> StringTable:
+    """Names of XLA modules: the metadata plane's (one per Hlo Proto), else the events of
+    the plane's "XLA Modules" lines."""
+    if plane.name == METADATA_PLANE_NAME:
+        return plane.event_metadata.names
+    meta = plane.event_metadata
+    rows = [meta.rows_of(np.unique(line.events.metadata_id)) for line in plane.lines
+            if line.name == XLA_MODULES_NAME]
+    used = np.unique(np.concatenate(rows)) if rows else np.zeros(0, np.int64)
+    return StringTable.from_strings([meta.names[int(r)] for r in used[used >= 0].tolist()])
+
+
+def _names_starting(table: StringTable, prefixes: tuple[str, ...]) -> str:
+    """The first of `prefixes` that some name of `table` starts with, else "" (vectorised
+    over the names: the names that still match, compared one byte of the prefix at a time)."""
+    starts = table.offsets[:-1]
+    lengths = np.diff(table.offsets)
+    for prefix in prefixes:
+        raw = prefix.encode()
+        candidates = starts[lengths >= len(raw)]
+        for k, byte in enumerate(raw):  # bytes of the prefix, narrowing the names
+            candidates = candidates[table.blob[candidates + k] == byte]
+            if not len(candidates):
+                break
+        if len(candidates):
+            return prefix
+    return ""
+
+
+def _names_containing(table: StringTable, needles: tuple[str, ...]) -> str:
+    """The first of `needles` that some name of `table` contains, else "" (a byte search of
+    the names' blob; a match across two names does not count)."""
+    data = table.blob.tobytes()
+    for needle in needles:
+        raw = needle.encode()
+        at = data.find(raw)
+        while at >= 0:
+            name = int(np.searchsorted(table.offsets, at, side="right")) - 1
+            if at + len(raw) <= int(table.offsets[name + 1]):
+                return needle
+            at = data.find(raw, at + 1)
+    return ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,3 +619,51 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.nd
         "framework_typed": framework_typed,
         "flops": stats.number("flops"), "bytes_accessed": stats.number("bytes_accessed"),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# XLA programs: module names, host dispatch, collectives
+#
+# | what                   | producer                 | written as                            |
+# |------------------------|--------------------------|---------------------------------------|
+# | module of an execution | XLA on TPU (Modules line)| `jit_f(12193…)`: name(fingerprint)    |
+# | host dispatch of a call| JAX (jaxlib)             | `PjitFunction(f)` for module `jit_f`  |
+# | host side of a call    | XLA on GPU               | `jit_f:XLA GPU module`, launches in it|
+# | collective             | XLA (all producers)      | HLO op/category `all-reduce[-start]`, |
+# |                        |                          | `all-gather`, `reduce-scatter`,       |
+# |                        |                          | `all-to-all`, `collective-permute`... |
+# |                        | NCCL / RCCL kernels      | `nccl…`, `rccl…` kernel names         |
+
+_MODULE_FINGERPRINT = re.compile(r"\(\d+\)$")
+_JAX_DISPATCH = re.compile(r"^PjitFunction\((.+)\)$")
+_COLLECTIVE_HLO = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                   "ragged-all-to-all", "collective-permute", "collective-broadcast")
+_COLLECTIVE_KERNEL = ("nccl", "rccl")
+
+
+def module_display_name(text: str) -> str:
+    """`jit_f(12193488)` -> `jit_f`: an XLA module as the user named it (no fingerprint)."""
+    return _MODULE_FINGERPRINT.sub("", text)
+
+
+def dispatched_module(event_name: str) -> str | None:
+    """The module a host dispatch event runs: `PjitFunction(loss_fn)` -> `jit_loss_fn`."""
+    match = _JAX_DISPATCH.match(event_name)
+    return f"jit_{match.group(1)}" if match else None
+
+
+def is_collective(text: str) -> bool:
+    """An HLO op, HLO category or kernel name of a collective (all-reduce, NCCL, ...)."""
+    lowered = text.lower()
+    return lowered.startswith(_COLLECTIVE_HLO) or lowered.startswith(_COLLECTIVE_KERNEL)
+
+
+_HOST_EXECUTION_SUFFIX = ":XLA GPU module"
+
+
+def host_execution_module(event_name: str) -> str | None:
+    """The module a host-side execution event runs (XLA on GPU writes one per call on the
+    dispatching thread: `jit_loss_fn:XLA GPU module` -> `jit_loss_fn`), else None."""
+    if event_name.endswith(_HOST_EXECUTION_SUFFIX):
+        return event_name[: -len(_HOST_EXECUTION_SUFFIX)]
+    return None
