@@ -5,6 +5,9 @@
  *   runs -> run (requested, else the newest) -> run_tools -> view (requested when the run
  *   has it, else the first) -> hosts -> host (requested when listed, else the first) -> data
  *   (with the view's parameters from the URL, e.g. include_idle).
+ * The `hosts` route lists exactly the hosts the view has data for, so switching tools never
+ * asks for a host the new view lacks: the view's first host is shown instead, with a notice
+ * that names the hosts that have the view (hook `host-notice`).
  * The resolved selection is written back to the URL (replace); a choice by the user is a new
  * history entry (push). When only the view's parameters change, the view keeps showing its
  * current document (marked as updating) until the new one arrives, so it keeps its own state
@@ -14,7 +17,7 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { routeUrl } from "./api";
 import { CaptureDialog } from "./components/capture_dialog";
-import { ALL_HOSTS, Sidebar } from "./components/sidebar";
+import { ALL_HOSTS, hostLabel, Sidebar } from "./components/sidebar";
 import {
   EmptyState,
   ErrorMessage,
@@ -138,6 +141,7 @@ export function App({ store }: { store: SelectionStore }) {
           params={params}
           onParams={(next) => choose({ run, view, host, params: next })}
           requestedView={requested.view}
+          requestedHost={requested.host}
           onCapture={() => setCaptureOpen(true)}
         />
         )}
@@ -167,6 +171,7 @@ interface MainAreaProps {
   readonly params: ViewParams;
   readonly onParams: (params: ViewParams) => void;
   readonly requestedView: string | null;
+  readonly requestedHost: string | null;
   readonly onCapture: () => void;
 }
 
@@ -209,6 +214,12 @@ function MainArea(props: MainAreaProps) {
   const tool = typeof data.tool === "string" ? data.tool : view;
   const fallback =
     props.requestedView !== null && props.requestedView !== view ? props.requestedView : null;
+  const hostList = listOf(hosts) ?? [];
+  const missingHost =
+    props.requestedHost !== null && props.requestedHost !== host &&
+    !hostList.includes(props.requestedHost)
+      ? props.requestedHost
+      : null;
   return (
     <article
       class="view"
@@ -238,6 +249,13 @@ function MainArea(props: MainAreaProps) {
       {fallback !== null ? (
         <Notice testid="selection-notice">
           Run {run} has no data for {viewLabel(fallback)}; showing {viewLabel(view)}.
+        </Notice>
+      ) : null}
+      {missingHost !== null ? (
+        <Notice testid="host-notice">
+          {hostLabel(missingHost)} is not offered for {viewLabel(view)}; showing{" "}
+          {hostLabel(host)}. {viewLabel(view)} has data for:{" "}
+          <span data-testid="host-notice-hosts">{hostList.map(hostLabel).join(", ")}</span>.
         </Notice>
       ) : null}
       <ViewErrorBoundary key={`${run} ${view} ${host}`}>

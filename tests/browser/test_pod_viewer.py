@@ -1,5 +1,6 @@
-"""The pod viewer in Chromium on the real two-host capture: the slider, the columns, the card
-and the straggler table show the numbers of the server's JSON."""
+"""The pod viewer in Chromium on the real captures: on the two-host run the slider, the columns,
+the card and the straggler table show the numbers of the server's JSON; on a one-host run its
+own steps, one column per step; and switching tools never lands on a host the view lacks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.checks import assert_clean, check_csv_link
 from tests.browser.pages import (
+    expect_view,
+    first_host,
     fixture_run,
     get_json,
     open_view,
@@ -82,4 +85,75 @@ def test_slider_moves_the_columns_to_that_steps_numbers(
     expect(page.get_by_test_id("straggler-row-count")).to_contain_text(
         str(len(doc["stragglers"])))
     check_csv_link(page, page, "straggler-csv", "stragglers")
+    assert_clean(record)
+
+
+def test_one_host_run_shows_every_step_as_a_column(
+    page: Page, tensorboard_url: str, record: PageRecord
+) -> None:
+    run = fixture_run(tensorboard_url, "tfdata_slow")
+    assert VIEW in get_json(tensorboard_url, "run_tools", run=run)
+    (host,) = get_json(tensorboard_url, "hosts", run=run, tag=VIEW)
+    doc = get_json(tensorboard_url, "data", run=run, tag=VIEW, host=host)
+    steps = doc["steps"]
+    assert doc["hosts"] == [host] and len(steps) == doc["num_steps"] == 6
+    assert all(len(step["hosts"]) == 1 for step in steps)
+    open_view(page, tensorboard_url, VIEW, run, host)
+    viewer = page.get_by_test_id("pod-viewer")
+    expect(viewer).to_have_attribute("data-steps", "6")
+    expect(viewer).to_have_attribute("data-hosts", host)
+    every = page.get_by_test_id("pod-steps-chart")
+    expect(every).to_have_attribute(
+        "data-step-nums", ",".join(str(s["step_num"]) for s in steps))
+    expect(every).to_have_attribute(
+        "data-step-times-us", ",".join(_times(s) for s in steps))
+    _expect_step(page, steps[0])
+    # Hovering the last step's column picks that step.
+    _hover_column(page, every, 0.95)
+    _expect_step(page, steps[-1])
+    expect(page.get_by_test_id("pod-one-host")).to_be_visible()
+    expect(page.get_by_test_id("straggler-section")).to_have_count(0)
+    assert_clean(record)
+
+
+def test_memory_profile_to_pod_viewer_on_a_one_host_run(
+    page: Page, tensorboard_url: str, record: PageRecord
+) -> None:
+    run = fixture_run(tensorboard_url, "keras_fit")
+    host = first_host(tensorboard_url, run, "memory_profile")
+    doc = get_json(tensorboard_url, "data", run=run, tag=VIEW, host=host)
+    assert len(doc["steps"]) == doc["num_steps"] == 4
+    open_view(page, tensorboard_url, "memory_profile", run, host)
+    page.get_by_test_id("view-select").select_option(VIEW)
+    expect_view(page, VIEW, run, host)  # fails on an error message
+    expect(page.get_by_test_id("pod-viewer")).to_have_attribute("data-steps", "4")
+    _expect_step(page, doc["steps"][0])
+    expect(page.get_by_test_id("host-notice")).to_have_count(0)
+    assert_clean(record)
+
+
+def test_switching_tools_never_lands_on_a_host_the_view_lacks(
+    page: Page, tensorboard_url: str, record: PageRecord
+) -> None:
+    """All hosts of the two-host run's pod viewer -> memory profile (one host at a time): its
+    first host, and a notice naming its hosts; back to the pod viewer: that host's own."""
+    run = fixture_run(tensorboard_url, MULTI_HOST_FIXTURE)
+    memory_hosts = get_json(tensorboard_url, "hosts", run=run, tag="memory_profile")
+    assert len(memory_hosts) == 2 and "ALL_HOSTS" not in memory_hosts
+    open_view(page, tensorboard_url, VIEW, run, "ALL_HOSTS")
+    page.get_by_test_id("view-select").select_option("memory_profile")
+    expect_view(page, "memory_profile", run, memory_hosts[0])
+    expect(page.get_by_test_id("host-select")).to_have_value(memory_hosts[0])
+    notice = page.get_by_test_id("host-notice")
+    expect(notice).to_contain_text("All hosts is not offered for Memory profile; showing")
+    expect(page.get_by_test_id("host-notice-hosts")).to_have_text(", ".join(memory_hosts))
+
+    page.get_by_test_id("view-select").select_option(VIEW)
+    expect_view(page, VIEW, run, memory_hosts[0])
+    doc = get_json(tensorboard_url, "data", run=run, tag=VIEW, host=memory_hosts[0])
+    expect(page.get_by_test_id("pod-viewer")).to_have_attribute(
+        "data-steps", str(doc["num_steps"]))
+    assert doc["num_steps"] == len(doc["steps"]) > 100
+    _expect_step(page, doc["steps"][0])
+    expect(notice).to_have_count(0)
     assert_clean(record)

@@ -9,17 +9,22 @@
  * median host and the category that explains it; most lag first; significant rows marked),
  * sortable, filterable by host, downloadable as CSV. Diagnostics say how hosts were aligned.
  *
- * Hooks: pod-viewer (data-steps), pod-slider (an <input type=range>, value = step index),
+ * One host (a one-host run, or one host of several): the same page over that host's own steps,
+ * with a chart of every step first (one column per step, pod_chart.tsx; hovering a column
+ * picks that step) and no straggler table (nothing to compare with).
+ *
+ * Hooks: pod-viewer (data-steps, data-hosts), pod-slider (an <input type=range>, value = step index),
  * pod-step (the step number shown), pod-chart (see pod_chart.tsx), pod-card with
  * pod-card-label, pod-card-host-step, pod-card-step-time-us, pod-card-bottleneck and
  * pod-card-<category>-us, the table `straggler` (rows `straggler-row`, data-step, data-host,
- * data-significant), straggler-csv, pod-no-steps.
+ * data-significant), straggler-csv, pod-no-steps, pod-steps-chart, pod-one-host.
  */
 import { useCallback, useMemo, useState } from "preact/hooks";
 import { DataTable, type Column, type Filter } from "../components/data_table";
+import { ALL_HOSTS } from "../components/sidebar";
 import { DiagnosticsPanel } from "./diagnostics";
 import { formatPercent, formatUs, plural } from "./format";
-import { PodChart } from "./pod_chart";
+import { PodChart, PodStepsChart } from "./pod_chart";
 import { podDocOf, slowestColumn, type StragglerRow } from "./pod_model";
 import { CATEGORY_COLORS, CATEGORY_KEYS, CATEGORY_LABELS, type CategoryKey } from "./step_time";
 import { diagnosticsOf, type ViewProps } from "./types";
@@ -89,6 +94,13 @@ export function PodViewer({ doc, run, view, host }: ViewProps) {
   const index = Math.min(position, Math.max(0, pod.steps.length - 1));
   const step = pod.steps[index];
   const onHover = useCallback((i: number) => setHovered(i), []);
+  const onStepHover = useCallback((i: number) => {
+    setPosition(i);
+    setHovered(null);
+  }, []);
+  // One host shown, and one column per step (no GPU columns): its steps side by side.
+  const oneHost = host !== ALL_HOSTS;
+  const stepColumns = oneHost && pod.steps.every((s) => s.columns.length === 1);
   const onSlide = (event: Event) => {
     setPosition(Number((event.currentTarget as HTMLInputElement).value));
     setHovered(null);
@@ -97,20 +109,33 @@ export function PodViewer({ doc, run, view, host }: ViewProps) {
   const shown = columns[hovered ?? slowestColumn(columns)];
 
   return (
-    <div class="analysis-view pod-viewer" data-testid="pod-viewer" data-steps={pod.steps.length}>
+    <div class="analysis-view pod-viewer" data-testid="pod-viewer" data-steps={pod.steps.length}
+         data-hosts={pod.hosts.join(",")}>
       <DiagnosticsPanel diagnostics={diagnostics} />
       {step === undefined ? (
-        <div class="state notice" data-testid="pod-no-steps">
-          <strong>No step is common to every host</strong>, so there is nothing to show side
-          by side. The diagnostics say which steps each host has and why none match.
-        </div>
+        oneHost ? (
+          <div class="state notice" data-testid="pod-no-steps">
+            <strong>No step was found on host {host}</strong>, so there is nothing to show per
+            step. The diagnostics say what was looked for and how to mark steps.
+          </div>
+        ) : (
+          <div class="state notice" data-testid="pod-no-steps">
+            <strong>No step is common to every host</strong>, so there is nothing to show side
+            by side. The diagnostics say which steps each host has and why none match.
+          </div>
+        )
       ) : (
         <>
+          {stepColumns ? (
+            <Section title={`Every step of ${host}`} testid="pod-steps-section">
+              <PodStepsChart steps={pod.steps} onHover={onStepHover} />
+            </Section>
+          ) : null}
           <Section title="Step time per worker" testid="pod-step-section">
             <label class="pod-slider">
               <span>
                 Step <strong data-testid="pod-step">{step.step_num ?? "?"}</strong> (
-                {index + 1} of {plural(pod.steps.length, "common step")}
+                {index + 1} of {plural(pod.steps.length, oneHost ? "step" : "common step")}
                 {pod.num_steps > pod.steps.length ? `; ${pod.num_steps} in all` : ""})
               </span>
               <input
@@ -161,6 +186,12 @@ export function PodViewer({ doc, run, view, host }: ViewProps) {
               ) : null}
             </div>
           </Section>
+          {oneHost ? (
+            <p class="hint" data-testid="pod-one-host">
+              One host shown: the straggler table compares hosts, so it needs a run of several
+              hosts (All hosts).
+            </p>
+          ) : (
           <Section
             title="Stragglers: the slowest host of each step"
             testid="straggler-section"
@@ -186,6 +217,7 @@ export function PodViewer({ doc, run, view, host }: ViewProps) {
               empty={<span>One host only: nothing to compare.</span>}
             />
           </Section>
+          )}
         </>
       )}
     </div>
