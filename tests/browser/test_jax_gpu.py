@@ -12,6 +12,7 @@ Steps track per GPU. Every page keeps a clean console and talks to 127.0.0.1 onl
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,4 +167,29 @@ def test_trace_draws_one_steps_track_per_gpu_on_the_tf24_layout(
         steps = _tids_named(tracks, "Steps")
         assert len(steps) == 1, tracks
         assert f"{pid}:{steps[0]}:0" in drawn["drawn_row_keys"]
+    assert_clean(record)
+
+
+@pytest.mark.parametrize("scenario", JAX_GPU_FIXTURES)
+def test_overview_steps_are_the_jitted_function_executions_and_its_table(
+    page: Page, jax_gpu_url: str, record: PageRecord, scenario: str
+) -> None:
+    run = fixture_run(jax_gpu_url, scenario)
+    host, doc = document(jax_gpu_url, run, "overview_page")
+    assert doc["step_rule"] == "executions"
+    jitted: list[dict[str, Any]] = doc["jitted_functions"]
+    assert jitted and doc["step_module"] == jitted[0]["module"]
+
+    open_view(page, jax_gpu_url, "overview_page", run, host)
+    assert shown_text(page, "overview-step-count") == str(len(doc["steps"]))
+    assert shown_text(page, "overview-step-rule") == f"(executions of {doc['step_module']})"
+    assert row_names(page, "jitted-row", "module") == [row["module"] for row in jitted]
+    steps_flags = row_names(page, "jitted-row", "steps")
+    assert steps_flags == [str(row["module"] == doc["step_module"]).lower() for row in jitted]
+    assert _cell_texts(page, "jitted-row-calls") == [str(row["calls"]) for row in jitted]
+    assert _cell_texts(page, "jitted-row-mean_ms") == [f"{row['mean_ms']:.3f}" for row in jitted]
+    assert _cell_texts(page, "jitted-row-devices") == [str(row["devices"]) for row in jitted]
+    expect(page.get_by_test_id("jitted-csv")).to_have_attribute(
+        "href", re.compile(r"table=jitted_functions")
+    )
     assert_clean(record)

@@ -13,7 +13,8 @@
  * overview-all-others-percent, overview-precision-16bit, overview-precision-32bit,
  * overview-host-count, overview-device-type, overview-device-cores, step-chart (data-steps),
  * category-row (data-category) with category-{avg,stddev,percent}-<key>, top-ops
- * (data-kind) with top-op-row (data-op-name), recommendation, steps-csv.
+ * (data-kind) with top-op-row (data-op-name), recommendation, steps-csv; the jitted functions
+ * table (jitted_functions.tsx) after the top ops, on profiles that ran XLA programs.
  */
 import { useMemo } from "preact/hooks";
 import { DataTable, type Column } from "../components/data_table";
@@ -40,6 +41,7 @@ import {
 } from "./step_time";
 import { diagnosticsOf, type ViewProps } from "./types";
 import { Card, CsvLink, Figure, NoSteps, Section, Verdict } from "./widgets";
+import { JittedFunctions } from "./jitted_functions";
 import { type XlaFacts, xlaColumns, xlaFactsOf } from "./xla_columns";
 
 interface TopOp extends XlaFacts {
@@ -120,13 +122,16 @@ function topOpColumns(ops: readonly RankedOp[]): readonly Column<RankedOp>[] {
 
 /** How the server found the steps (`step_rule`), in words. */
 const STEP_RULES: Readonly<Record<string, string>> = {
+  producer: "the profiler's own step groups",
+  executions: "executions of the jitted function",
   marker: "from step markers",
   keras: "Keras step functions",
   loop: "TensorFlow loop iterations",
   legacy: "TraceContext/SessionRun",
 };
 
-function stepRuleText(rule: string): string {
+function stepRuleText(rule: string, module: string): string {
+  if (rule === "executions" && module) return `executions of ${module}`;
   return STEP_RULES[rule] ?? `found by rule "${rule}"`;
 }
 
@@ -272,7 +277,7 @@ export function OverviewPage({ doc, run, view, host }: ViewProps) {
             {hasSteps && str(doc["step_rule"]) ? (
               <span class="card-note" data-testid="overview-step-rule">
                 {" "}
-                ({stepRuleText(str(doc["step_rule"]))})
+                ({stepRuleText(str(doc["step_rule"]), str(doc["step_module"]))})
               </span>
             ) : null}
           </p>
@@ -390,6 +395,8 @@ export function OverviewPage({ doc, run, view, host }: ViewProps) {
           />
         </div>
       </Section>
+
+      <JittedFunctions doc={doc} run={run} view={view} host={host} />
 
       {problemsFirst ? null : panel}
     </div>
