@@ -23,6 +23,7 @@ from tb_profile_plugin.tools import registry
 HELP = "print a profile's overview: step time, breakdown, verdict, top ops, advice"
 WIDTH = 80
 BAR_WIDTH = 20
+TOP_JITTED = 10  # jitted functions the summary lists
 VERDICT_STYLES = {"highly": ("bold", "red"), "moderately": ("bold", "yellow"),
                   "potentially": ("yellow",), "not": ("green",)}
 
@@ -127,6 +128,19 @@ def render(doc: dict[str, Any], located: Located, style: Style) -> str:
                        f"{_middle_cut(op['name'], WIDTH - 38)}")
     else:
         out.append("  (none)")
+
+    jitted = doc.get("jitted_functions") or []
+    if jitted:
+        heading("Jitted functions (XLA modules)")
+        out.append(f"  {'calls':>6} {'mean ms':>9} {'min ms':>9} {'max ms':>9} {'device':>7}  "
+                   "function")
+        for row in jitted[:TOP_JITTED]:
+            mark = " (steps)" if row["module"] == doc.get("step_module") else ""
+            out.append(f"  {row['calls']:>6} {row['mean_ms']:>9.3f} {row['min_ms']:>9.3f} "
+                       f"{row['max_ms']:>9.3f} {100 * row['device_fraction']:>6.1f}%  "
+                       f"{_middle_cut(row['module'] + mark, WIDTH - 47)}")
+        if len(jitted) > TOP_JITTED:
+            out.append(f"  (and {len(jitted) - TOP_JITTED} more; the overview lists all)")
 
     heading("Recommendations")
     for text in doc.get("recommendations") or ["(none)"]:

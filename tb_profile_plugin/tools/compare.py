@@ -155,6 +155,28 @@ def op_changes(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]
     return changes
 
 
+def jitted_changes(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
+    """Every jitted function (XLA module) of either side: calls and mean execution time in A
+    and B, largest change of mean execution time first."""
+    a = {r["module"]: r for r in rows_a}
+    b = {r["module"]: r for r in rows_b}
+    changes = []
+    for module in a.keys() | b.keys():
+        ra, rb = a.get(module), b.get(module)
+        a_ms = ra["mean_ms"] if ra else 0.0
+        b_ms = rb["mean_ms"] if rb else 0.0
+        changes.append({
+            "module": module, "a_calls": ra["calls"] if ra else 0,
+            "b_calls": rb["calls"] if rb else 0, "a_mean_ms": a_ms, "b_mean_ms": b_ms,
+            "delta_ms": b_ms - a_ms, "delta_percent": _relative_percent(a_ms, b_ms)
+            if ra and rb else None,
+            "change": "new" if ra is None else "vanished" if rb is None else "changed",
+        })
+    changes.sort(key=lambda c: (-abs(c["delta_ms"]), c["module"]))
+    return changes
+
+
 def most_changed(categories: list[dict[str, Any]]) -> str | None:
     best = max(categories, key=lambda c: abs(c["delta_ms"]))
     return best["category"] if abs(best["delta_ms"]) >= UNCHANGED_MS else None
@@ -216,5 +238,6 @@ def compare(
         "num_changed_ops": sum(c["change"] == "changed" for c in changes),
         "num_new_ops": sum(c["change"] == "new" for c in changes),
         "num_vanished_ops": sum(c["change"] == "vanished" for c in changes),
+        "jitted_functions": jitted_changes(doc_a["jitted_functions"], doc_b["jitted_functions"]),
         "conclusion": conclusion(sum_a, sum_b, categories),
     }

@@ -39,3 +39,16 @@ def test_view_overview_of_a_fixture() -> None:
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["bottleneck"]["input_bound"] == "highly" and len(doc["steps"]) == 6
+
+
+def test_summary_lists_the_jitted_functions_of_a_jax_capture() -> None:
+    result = _cli("summary", str(DATA_DIR / "jax_cpu_plain"))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(_cli("view", str(DATA_DIR / "jax_cpu_plain"), "overview_page").stdout)
+    section = result.stdout.split("Jitted functions (XLA modules)\n", 1)[1].split("\n\n", 1)[0]
+    lines = section.splitlines()[1:]
+    assert len(lines) == len(doc["jitted_functions"]) == 2
+    for line, row in zip(lines, doc["jitted_functions"], strict=True):
+        calls, mean_ms = line.split()[:2]
+        assert (int(calls), mean_ms) == (row["calls"], f"{row['mean_ms']:.3f}")
+    assert lines[0].endswith("jit_train_step (steps)") and lines[1].endswith("jit_eval_step")

@@ -6,7 +6,13 @@ import pytest
 
 from tb_profile_plugin.errors import NotFound
 from tb_profile_plugin.logdir import ALL_HOSTS
-from tb_profile_plugin.tools.compare import Side, conclusion, op_changes, pair_hosts
+from tb_profile_plugin.tools.compare import (
+    Side,
+    conclusion,
+    jitted_changes,
+    op_changes,
+    pair_hosts,
+)
 
 
 def side(*hosts: str, host: str | None = None) -> Side:
@@ -65,3 +71,20 @@ def test_conclusion_names_the_category_that_moved_most() -> None:
     assert flat.startswith("step time \u00b10 %") and "no category changed" in flat
     none = conclusion(_summary(10.0), _summary(0.0, steps=0), categories)
     assert none.startswith("no step time to compare: run B")
+
+
+def _jitted(module: str, calls: int, mean_ms: float) -> dict[str, object]:
+    return {"module": module, "calls": calls, "mean_ms": mean_ms}
+
+
+def test_jitted_changes_rank_by_mean_time_change() -> None:
+    a = [_jitted("jit_train", 10, 2.0), _jitted("jit_eval", 3, 0.5)]
+    b = [_jitted("jit_train", 20, 1.25), _jitted("jit_new", 1, 0.25)]
+    changes = jitted_changes(a, b)
+    assert [c["module"] for c in changes] == ["jit_train", "jit_eval", "jit_new"]
+    train, evaluate, new = changes
+    assert (train["a_calls"], train["b_calls"], train["delta_ms"]) == (10, 20, -0.75)
+    assert train["delta_percent"] == -37.5 and train["change"] == "changed"
+    assert (evaluate["change"], evaluate["b_calls"], evaluate["delta_percent"]) == (
+        "vanished", 0, None)
+    assert (new["change"], new["a_mean_ms"], new["b_mean_ms"]) == ("new", 0.0, 0.25)
