@@ -7,7 +7,8 @@ Follows the profiler's grouping rules (xprof_reference.md §3.2), vectorised:
   next `StopRegion` on a line are children of the StartRegion);
   producer -> consumer across threads (`_pt`/`_p` matches `_ct`/`_c`);
   `ExecutorState::Process` -> `IteratorGetNextOp::DoCompute` on (`id`, `iter_num`);
-  host kernel launch -> device kernel on `correlation_id`.
+  host kernel launch -> device kernel on `correlation_id`; a launch on a tracer line that
+  nothing else reached takes the step whose root spans it (`_adopt_tracer_launches`).
 * Roots, in this order of preference:
   1. TensorFlow while-loop iterations (the first `ExecutorState::Process` of each
      (`id`, `iter_num`) when some `id` runs more than iteration 0);
@@ -169,6 +170,7 @@ def build_forest(table: EventTable) -> Forest:
         if not changed:
             break
 
+    _adopt_tracer_launches(table, roots, group, links)
     grouped = group != _NONE
     # Ranks in use, renumbered densely in order (ranks < len(roots): a bincount, no sort).
     present = np.zeros(len(roots), bool)
@@ -180,6 +182,29 @@ def build_forest(table: EventTable) -> Forest:
     root_event = roots[ranks]
     step_num = _step_numbers(table, nesting, root_event, rule)
     return Forest(table, nesting, group_id, root_event, step_num, rule if len(roots) else "none")
+
+
+def _adopt_tracer_launches(table: EventTable, roots: np.ndarray, group: np.ndarray,
+                           links: list[_Link]) -> None:
+    """Kernel launches on a line nothing else reached (the ROCm tracer writes its API calls
+    on `Host Threads/<tid>` lines apart from the TraceMe lines of the same thread) take the
+    step whose root spans their start, when the roots do not overlap; their kernels follow
+    through `correlation_id`. So a JAX step annotation reaches its GPU work."""
+    if len(roots) == 0 or not links:
+        return
+    starts, ends = table.start_ps[roots], table.end_ps[roots]  # roots in rank order
+    if np.any(starts[1:] < ends[:-1]):
+        return  # overlapping steps: time says nothing about which step launched a kernel
+    correlation = table.int_stat("correlation_id")
+    reached = np.bincount(table.line_index[group != _NONE], minlength=len(table.lines)) > 0
+    orphans = np.flatnonzero((correlation >= 0) & ~table.on_device & (group == _NONE)
+                             & ~reached[table.line_index])
+    if len(orphans) == 0:
+        return
+    slot = np.searchsorted(starts, table.start_ps[orphans], side="right") - 1
+    inside = (slot >= 0) & (table.start_ps[orphans] < ends[np.maximum(slot, 0)])
+    group[orphans[inside]] = slot[inside]
+    links[-1].apply(group)  # the launch -> kernel link is the last one
 
 
 def _producer_forest(table: EventTable, nesting: Nesting, producer_group: np.ndarray) -> Forest:
