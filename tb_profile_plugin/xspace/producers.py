@@ -59,9 +59,9 @@ Frameworks (`detect_framework`), from name tables and plane stats only, first ro
 | `/host:metadata` plane stat `jax_version` / `jaxlib_version`      | JAX        |
 | event named `*step_on_iterator*` (Keras 3 fit) or                 | Keras      |
 | `__inference_train_function*` (tf.keras fit)                      |            |
-| host event `PjitFunction(f)` / `PmapFunction(f)`; a kernel `tf_op` | JAX        |
-| of `XlaModule:`; XLA modules named `jit_*` / `pmap_*` (Hlo Proto  |            |
-| names on `/host:metadata`, "XLA Modules" events)                  |            |
+| host event `PjitFunction(f)` / `PmapFunction(f)`; a kernel        | JAX        |
+| `tf_op` of `XlaModule:`; XLA modules named `jit_*` / `pmap_*`     |            |
+| (Hlo Proto names on `/host:metadata`, "XLA Modules" events)       |            |
 | `ExecutorState::Process`, `FunctionRun`, `EagerKernelExecute`,    | TensorFlow |
 | `EagerLocalExecute`, `Iterator::*`, `SessionRun`; device stat     |            |
 | `level 0` (TF <= 2.4)                                             |            |
