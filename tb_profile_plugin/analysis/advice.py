@@ -1,7 +1,25 @@
 """Diagnostics about how steps were found, and recommendations backed by the profile's numbers.
 
 Each recommendation is shown only when the numbers call for it and quotes its evidence
-(practices from the TensorFlow profiler guide and the tf.data performance guide).
+(practices from the TensorFlow profiler guide, the tf.data performance guide and JAX's
+profiling and performance guides). Advice is given in the words of the program's framework
+(`HostAnalysis.framework`, xspace/producers.py `detect_framework`):
+
+| framework  | mark steps with                                   | remedies name                 |
+|------------|---------------------------------------------------|-------------------------------|
+| TensorFlow | `tf.profiler.experimental.Trace('train',          | tf.data, tf.function,         |
+|            | step_num=step, _r=1)`                             | TF_GPU_THREAD_MODE, mixed     |
+|            |                                                   | precision policy              |
+| Keras      | nothing: model.fit marks steps; what to check     | steps_per_execution,          |
+|            | (capture window, run_eagerly, steps_per_execution)| callbacks, jit_compile        |
+| JAX        | `jax.profiler.StepTraceAnnotation('train',        | device prefetch (device_put,  |
+|            | step_num=step)`                                   | prefetch_to_device), jax.jit, |
+|            |                                                   | bfloat16; tf.data only when   |
+|            |                                                   | the profile shows tf.data     |
+| unknown    | both TensorFlow's and JAX's marker                | as TensorFlow                 |
+
+A JAX program is never told to use tf.function, nor tf.data unless its profile shows a
+tf.data pipeline (`Iterator::*` events).
 """
 
 from __future__ import annotations
@@ -9,12 +27,31 @@ from __future__ import annotations
 import numpy as np
 
 from tb_profile_plugin.analysis.breakdown import category_ps, verdict
+from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis
+from tb_profile_plugin.xspace.producers import Framework
 
 STEP_MARKER_CODE = (
     "for step, batch in enumerate(dataset):\n"
     "    with tf.profiler.experimental.Trace('train', step_num=step, _r=1):\n"
     "        train_step(batch)"
+)
+JAX_STEP_MARKER_CODE = (
+    "for step, batch in enumerate(batches):\n"
+    "    with jax.profiler.StepTraceAnnotation('train', step_num=step):\n"
+    "        state = train_step(state, batch)"
+)
+#: Keras 3 has no profile_batch: profile a few steps of model.fit from a callback.
+KERAS_PROFILE_CODE = (
+    "class ProfileSteps(keras.callbacks.Callback):\n"
+    "    def on_train_batch_begin(self, batch, logs=None):\n"
+    "        if batch == 10:\n"
+    "            tf.profiler.experimental.start(logdir)\n"
+    "    def on_train_batch_end(self, batch, logs=None):\n"
+    "        if batch == 15:\n"
+    "            tf.profiler.experimental.stop()\n"
+    "\n"
+    "model.fit(dataset, epochs=1, callbacks=[ProfileSteps()])"
 )
 KERNEL_LAUNCH_PERCENT = 3.0
 ALL_OTHERS_PERCENT = 3.0
@@ -34,14 +71,14 @@ def step_diagnostics(host: str, analysis: HostAnalysis) -> tuple[list[str], list
             f"{prefix}no step markers were recorded; steps are the {len(steps)} executions of "
             "the Keras 3 step function (__inference_*step_on_iterator*), which is how "
             "model.fit runs one step.")
+    if analysis.root_rule == EXECUTION_RULE and len(steps):
+        info.append(
+            f"{prefix}to set the step boundaries yourself, mark each training step: "
+            + ("with jax.profiler.StepTraceAnnotation('train', step_num=step): around it."
+               if analysis.framework == Framework.JAX else
+               "with tf.profiler.experimental.Trace('train', step_num=step, _r=1): around it."))
     if len(steps) == 0:
-        looked = ("events with _r=1 (tf.profiler.experimental.Trace('train', step_num=N, _r=1)), "
-                  "TraceContext/SessionRun/RunGraph, TensorFlow loop iterations, and Keras 3 "
-                  "step functions (__inference_*step_on_iterator*)")
-        warnings.append(
-            f"{prefix}no training step could be found. Looked for {looked}; "
-            + ("some were found but none ran any compute. " if analysis.num_groups else "")
-            + "Mark each step in your training loop:\n" + STEP_MARKER_CODE)
+        warnings.append(_no_steps_warning(prefix, analysis))
     if steps.num_partial_dropped:
         info.append(
             f"{prefix}the first and the last step were left out: the capture started and "
@@ -54,23 +91,77 @@ def step_diagnostics(host: str, analysis: HostAnalysis) -> tuple[list[str], list
     return warnings, info
 
 
+_TF_LOOKED_FOR = (
+    "events with _r=1 (tf.profiler.experimental.Trace('train', step_num=N, _r=1)), "
+    "TraceContext/SessionRun/RunGraph, TensorFlow loop iterations, and Keras 3 step functions "
+    "(__inference_*step_on_iterator*)")
+_JAX_LOOKED_FOR = (
+    "step markers (events with _r=1 and a step_num, which jax.profiler.StepTraceAnnotation "
+    "writes) and a jitted function executed more than once (its executions would be the steps)")
+
+
+def _no_steps_warning(prefix: str, analysis: HostAnalysis) -> str:
+    """"No training step could be found": what was looked for and, in the program's framework,
+    how to mark steps (prose, then code after the first line break)."""
+    framework = analysis.framework
+    found_empty = "some were found but none ran any compute. " if analysis.num_groups else ""
+    if framework == Framework.JAX:
+        return (f"{prefix}no training step could be found in this JAX program (detected from "
+                f"{analysis.framework_evidence}). Looked for {_JAX_LOOKED_FOR}; {found_empty}"
+                + step_marking(framework))
+    if framework == Framework.KERAS:
+        return (f"{prefix}no training step could be found in this Keras program (detected from "
+                f"{analysis.framework_evidence}). Looked for {_TF_LOOKED_FOR}; {found_empty}"
+                + step_marking(framework))
+    return (f"{prefix}no training step could be found. Looked for {_TF_LOOKED_FOR}; "
+            f"{found_empty}" + step_marking(framework))
+
+
+def step_marking(framework: Framework) -> str:
+    """How the framework's programs mark their training steps: prose, a line break, code."""
+    if framework == Framework.JAX:
+        return ("Mark each step in your training loop with jax.profiler.StepTraceAnnotation "
+                "(one step per iteration, with the device work it dispatched):\n"
+                + JAX_STEP_MARKER_CODE)
+    if framework == Framework.KERAS:
+        return ("model.fit marks each step itself (one execution of its step function per "
+                "step), so check the capture: it must cover whole steps while fit runs (start "
+                "the profiler after training began and stop it a few steps later); the model "
+                "must not be compiled with run_eagerly=True (eager steps run no step function); "
+                "with steps_per_execution=N one step is N batches. In a custom training loop, "
+                "mark each step with tf.profiler.experimental.Trace('train', step_num=step, "
+                "_r=1). To profile steps 10-15 of fit:\n" + KERAS_PROFILE_CODE)
+    if framework == Framework.UNKNOWN:
+        return ("Mark each step in your training loop (TensorFlow or JAX):\n# TensorFlow\n"
+                + STEP_MARKER_CODE + "\n# JAX\n" + JAX_STEP_MARKER_CODE)
+    return "Mark each step in your training loop:\n" + STEP_MARKER_CODE
+
+
 def recommendations(analysis: HostAnalysis) -> list[str]:
+    """Advice the profile's numbers call for, each quoting its figure, in the framework's words
+    (the module docstring's table)."""
     steps = analysis.steps
     out: list[str] = []
     total = float(steps.duration_ps.sum())
+    jax = analysis.framework == Framework.JAX
     if total <= 0:
-        return ["Mark training steps so step time can be analysed:\n" + STEP_MARKER_CODE]
+        if analysis.framework == Framework.TENSORFLOW:
+            return ["Mark training steps so step time can be analysed:\n" + STEP_MARKER_CODE]
+        return [step_marking(analysis.framework)]
     cats = {k: 100.0 * float(v.sum()) / total for k, v in category_ps(steps).items()}
     v = verdict(steps)
     if v.input_bound in ("highly", "moderately"):
-        out.append(
+        out.append(_jax_input_advice(v.input_percent, analysis.has_tf_data) if jax else (
             f"Input takes {v.input_percent:.1f} % of the step time. In the tf.data pipeline: "
             "add .prefetch(tf.data.AUTOTUNE) at the end; run map with "
             "num_parallel_calls=tf.data.AUTOTUNE; cache() data that fits in memory after "
             "expensive steps; read files with interleave(num_parallel_calls=tf.data.AUTOTUNE). "
-            "The tf.data bottleneck analysis view names the slowest transformation.")
+            "The tf.data bottleneck analysis view names the slowest transformation."))
     if cats["kernel_launch"] >= KERNEL_LAUNCH_PERCENT:
         out.append(
+            f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: jit the whole "
+            "training step (one jax.jit around it, not many small jitted calls) so that XLA "
+            "fuses ops into fewer kernels." if jax else
             f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: set "
             "TF_GPU_THREAD_MODE=gpu_private so kernels are launched from dedicated threads.")
     precision_total = analysis.ops.compute_16bit_ps + analysis.ops.compute_32bit_ps
@@ -78,17 +169,48 @@ def recommendations(analysis: HostAnalysis) -> list[str]:
         share16 = 100.0 * analysis.ops.compute_16bit_ps / precision_total
         if share16 < LOW_16BIT_PERCENT:
             out.append(
+                f"Only {share16:.1f} % of device compute time is 16-bit: compute in bfloat16 "
+                "(cast parameters and inputs with .astype(jnp.bfloat16), or dtype=jnp.bfloat16 "
+                "in Flax modules) so that matrix multiplications and convolutions use Tensor "
+                "Cores." if jax else
                 f"Only {share16:.1f} % of device compute time is 16-bit: enable mixed precision "
                 "(tf.keras.mixed_precision.set_global_policy('mixed_float16')) to use Tensor "
                 "Cores.")
     if cats["all_others"] >= ALL_OTHERS_PERCENT:
-        out.append(
-            f"{cats['all_others']:.1f} % of the step time is outside any recorded op ('All "
-            "others'): usually Python between steps. Wrap the step in tf.function, and compute "
-            "metrics or log every few steps rather than every step.")
+        out.append(_all_others_advice(cats["all_others"], analysis.framework))
     if analysis.has_device:
         out.extend(_device_hints(analysis, len(steps)))
     return out
+
+
+def _jax_input_advice(input_percent: float, has_tf_data: bool) -> str:
+    """Input-bound JAX program: prefetch to the device; tf.data's fixes only when the profile
+    shows a tf.data pipeline."""
+    text = (f"Input takes {input_percent:.1f} % of the step time: the device waits for its next "
+            "batch. Prefetch batches to the device ahead of the step: jax.device_put the next "
+            "batch while the current step runs (e.g. flax.jax_utils.prefetch_to_device(iterator, "
+            "2)), and let the loader prepare batches ahead on the host (grain: worker processes "
+            "and a prefetch buffer; a Python generator: a background thread with a queue).")
+    if has_tf_data:
+        text += (" The profile shows a tf.data pipeline: add .prefetch(tf.data.AUTOTUNE) at its "
+                 "end and run map with num_parallel_calls=tf.data.AUTOTUNE; the tf.data "
+                 "bottleneck analysis view names the slowest transformation.")
+    return text
+
+
+def _all_others_advice(percent: float, framework: Framework) -> str:
+    head = (f"{percent:.1f} % of the step time is outside any recorded op ('All others'): "
+            "usually Python between steps.")
+    if framework == Framework.JAX:
+        return (head + " jit the whole training step (jax.jit), do not wait for the device "
+                "inside the loop (float(loss), printing device values or block_until_ready() "
+                "every step), and compute metrics or log every few steps rather than every step.")
+    if framework == Framework.KERAS:
+        return (head + " Run several steps per call with model.compile(steps_per_execution=N), "
+                "keep callbacks light, and compute metrics or log every few steps rather than "
+                "every step.")
+    return (head + " Wrap the step in tf.function, and compute metrics or log every few steps "
+            "rather than every step.")
 
 
 def _device_hints(analysis: HostAnalysis, num_steps: int) -> list[str]:
@@ -104,8 +226,12 @@ def _device_hints(analysis: HostAnalysis, num_steps: int) -> list[str]:
         total_us = float(np.sum(device.total_ps)) / 1e6
         avg_us = total_us / max(int(np.sum(device.occurrences)), 1)
         if kernels_per_step >= MANY_KERNELS_PER_STEP and avg_us < TINY_KERNEL_US:
+            fuse = {
+                Framework.JAX: "jit a larger part of the program (the whole step; loops with "
+                               "jax.lax.scan)",
+                Framework.KERAS: "compile the model with jit_compile=True",
+            }.get(analysis.framework, "compile the step with tf.function(jit_compile=True)")
             out.append(
                 f"About {kernels_per_step:.0f} kernels run per step, averaging {avg_us:.1f} us: "
-                "launch overhead dominates. Use a larger batch, or compile the step with "
-                "tf.function(jit_compile=True) so XLA fuses kernels.")
+                f"launch overhead dominates. Use a larger batch, or {fuse} so XLA fuses kernels.")
     return out

@@ -91,7 +91,8 @@ def render(doc: dict[str, Any], located: Located, style: Style) -> str:
     shown = "all hosts" if doc["host"] == ALL_HOSTS else doc["host"]
     out.extend(_wrap(f"Hosts: {', '.join(located.hosts)} (shown: {shown})"))
     out.extend(_wrap(f"Device: {env.get('device_type', '?')}"
-                     + (f" x {env['device_core_count']}" if env.get("device_core_count") else "")))
+                     + (f" x {env['device_core_count']}" if env.get("device_core_count") else "")
+                     + (f"   Framework: {env['framework']}" if env.get("framework") else "")))
     steps = doc["steps"]
     step_ms = doc["step_time_ms"]
     if steps:

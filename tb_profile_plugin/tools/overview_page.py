@@ -118,6 +118,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
         run_environment={
             "host_count": len(request.profiles), "hostnames": env.hostnames,
             "device_type": env.device_type, "device_core_count": env.device_core_count,
+            "framework": analysis.framework.value,
+            "framework_evidence": analysis.framework_evidence,
         },
         step_rule=analysis.root_rule,
         step_module=analysis.step_module,

@@ -128,6 +128,7 @@ def check_overview(page: Page, root: Root, doc: dict[str, Any]) -> None:
     assert shown_text(root, "overview-host-count") == str(environment["host_count"])
     assert shown_text(root, "overview-device-type") == environment["device_type"]
     assert shown_text(root, "overview-device-cores") == str(environment["device_core_count"])
+    assert shown_text(root, "overview-framework") == environment["framework"]
     precision = doc["device_compute_precision"]
     if doc["top_device_ops"]:
         assert_figure(root, "overview-precision-16bit", precision["percent_16bit"], PERCENT)

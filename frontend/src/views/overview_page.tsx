@@ -344,6 +344,10 @@ export function OverviewPage({ doc, run, view, host }: ViewProps) {
             <Figure testid="overview-device-cores" value={formatCount(coreCount)} />{" "}
             {coreCount === 1 ? "device core" : "device cores"}
           </p>
+          <p class="card-sub" title={str(environment["framework_evidence"], "")}>
+            Framework:{" "}
+            <span data-testid="overview-framework">{str(environment["framework"], "—")}</span>
+          </p>
         </Card>
       </div>
 

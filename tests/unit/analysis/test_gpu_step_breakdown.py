@@ -79,7 +79,8 @@ def test_precision_verdict_environment(overview: dict) -> None:
     assert overview["bottleneck"]["input_bound"] == "moderately"
     assert overview["run_environment"] == {
         "host_count": 1, "hostnames": ["gpu-host"], "device_type": "NVIDIA H100",
-        "device_core_count": 1}
+        "device_core_count": 1, "framework": "TensorFlow",
+        "framework_evidence": "TensorFlow runtime events (ExecutorState::Process)"}
 
 
 def test_top_device_ops_and_advice(overview: dict) -> None:
