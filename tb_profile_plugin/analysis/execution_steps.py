@@ -72,8 +72,11 @@ def step_spans(executions: Executions, module: int) -> tuple[np.ndarray, np.ndar
     return begin, finish, count
 
 
-def execution_steps(forest: Forest, executions: Executions) -> ExecutionSteps | None:
-    """The steps of a profile without markers, from its dominant module's executions."""
+def execution_steps(forest: Forest, executions: Executions,
+                    plane_index: int | None = None) -> ExecutionSteps | None:
+    """The steps of a profile without markers, from its dominant module's executions;
+    with `plane_index`, the same steps counting only that device plane's events (the pod
+    viewer's per-device columns)."""
     module = dominant_module(executions)
     if module is None:
         return None
@@ -83,6 +86,8 @@ def execution_steps(forest: Forest, executions: Executions) -> ExecutionSteps | 
     start = table.start_ps
     # On a device, its events; on a CPU-only profile, every classified host event.
     device = np.flatnonzero((on_device if has_device else True) & (types >= 0))
+    if plane_index is not None:
+        device = device[table.plane_index[device] == plane_index]
     slot = np.searchsorted(begin, start[device], side="right") - 1
     inside = (slot >= 0) & (start[device] < finish[np.maximum(slot, 0)])
     groups = np.full(len(table), -1, np.int64)

@@ -142,10 +142,16 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
     has_tf_data = any(name.startswith("Iterator::") for name in table.names)
     core_steps = []
     for index, plane in enumerate(profile.planes):
-        if is_gpu_plane(plane.name):
-            own = types.copy()
-            own[on_device & (table.plane_index != index)] = -1  # other GPUs' events
-            core_steps.append((plane.name, build_step_db(forest, (own, on_device, has_device))))
+        if not is_gpu_plane(plane.name):
+            continue
+        if root_rule == EXECUTION_RULE:
+            own_steps = execution_steps(forest, executions, plane_index=index)
+            if own_steps is not None:
+                core_steps.append((plane.name, own_steps.steps))
+            continue
+        own = types.copy()
+        own[on_device & (table.plane_index != index)] = -1  # other GPUs' events
+        core_steps.append((plane.name, build_step_db(forest, (own, on_device, has_device))))
     framework = detect_framework(profile)
     return HostAnalysis(
         steps=steps, ops=ops, environment=_environment(profile), root_rule=root_rule,

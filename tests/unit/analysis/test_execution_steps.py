@@ -25,37 +25,39 @@ US = 1_000_000  # ps
 STEP = "jit_train_step"
 
 
-def _jax_gpu_space(calls: int = 3) -> bytes:
-    """One GPU; per call k at t0 = 1000k µs: host call [t0, t0+50] on `python` with three
-    launches on the tracer's thread line; a H2D copy (no module) at [t0+60, t0+70]; kernels
-    of jit_train_step: dot [t0+80, t0+180], all-reduce [t0+180, t0+200], fusion
-    [t0+200, t0+240]. Before the calls: jit_init once, [0, 30] on the device (launch at 0)."""
+def _jax_gpu_space(calls: int = 3, gpus: int = 1) -> bytes:
+    """Per call k at t0 = 1000k µs: host call [t0, t0+50] on `python` with three launches
+    per GPU on the tracer's thread line; on GPU 0 a H2D copy (no module) at [t0+60, t0+70];
+    kernels of jit_train_step on GPU g: dot [t0+80, t0+180-20g], all-reduce
+    [t0+180, t0+200], fusion [t0+200, t0+240]. Before the calls: jit_init once, [0, 30] on
+    GPU 0 (launch at 0)."""
     b = XSpaceBuilder(hostnames=["gpu-host"])
     host = b.plane("/host:CPU")
     python = host.line("python", line_id=1)
     api = host.line("Host Threads/7", line_id=7)
-    gpu = b.gpu_plane(0)
-    stream = gpu.line("Stream #2", line_id=2)
+    streams = [b.gpu_plane(g).line("Stream #2", line_id=2) for g in range(gpus)]
     python.event("jit_init:XLA GPU module", 0, 5 * US)
     api.event("hipModuleLaunchKernel", 1 * US, 1 * US, correlation_id=Uint(1))
-    stream.kernel("loop_fusion", 0, 30 * US, 1, hlo_module="jit_init", hlo_op="fusion",
-                  name="jit(init)/broadcast")
+    streams[0].kernel("loop_fusion", 0, 30 * US, 1, hlo_module="jit_init", hlo_op="fusion",
+                      name="jit(init)/broadcast")
     for k in range(calls):
         t0 = (k + 1) * 1000 * US
-        corr = 10 * (k + 1)
         python.event("PjitFunction(train_step)", t0, 55 * US)
         python.event(f"{STEP}:XLA GPU module", t0, 50 * US)
-        for j in range(3):
-            api.event("hipModuleLaunchKernel", t0 + (10 + 10 * j) * US, 1 * US,
-                      correlation_id=Uint(corr + j))
-        stream.memcpy("HtoD", t0 + 60 * US, 10 * US, corr + 5, num_bytes=4096)
-        stream.kernel("Cijk_gemm", t0 + 80 * US, 100 * US, corr, hlo_module=STEP,
-                      hlo_op="gemm_fusion_dot.1", name="jit(train_step)/dot_general")
-        stream.kernel("ncclDevKernel_AllReduce", t0 + 180 * US, 20 * US, corr + 1,
-                      hlo_module=STEP, hlo_op="all-reduce-start.1",
-                      name="jit(train_step)/psum")
-        stream.kernel("loop_add_fusion", t0 + 200 * US, 40 * US, corr + 2, hlo_module=STEP,
-                      hlo_op="loop_add_fusion", name="jit(train_step)/add")
+        streams[0].memcpy("HtoD", t0 + 60 * US, 10 * US, 10_000 + k, num_bytes=4096)
+        for g, stream in enumerate(streams):
+            corr = 100 * (k + 1) + 10 * g
+            for j in range(3):
+                api.event("hipModuleLaunchKernel", t0 + (10 + 10 * j + g) * US, 1 * US,
+                          correlation_id=Uint(corr + j))
+            stream.kernel("Cijk_gemm", t0 + 80 * US, (100 - 20 * g) * US, corr,
+                          hlo_module=STEP, hlo_op="gemm_fusion_dot.1",
+                          name="jit(train_step)/dot_general")
+            stream.kernel("ncclDevKernel_AllReduce", t0 + 180 * US, 20 * US, corr + 1,
+                          hlo_module=STEP, hlo_op="all-reduce-start.1",
+                          name="jit(train_step)/psum")
+            stream.kernel("loop_add_fusion", t0 + 200 * US, 40 * US, corr + 2,
+                          hlo_module=STEP, hlo_op="loop_add_fusion", name="jit(train_step)/add")
     return b.serialize()
 
 
@@ -123,6 +125,21 @@ def test_jax_gpu_jitted_functions_table() -> None:
     init = rows["jit_init"]
     assert (init.calls, init.executions, init.device_ps, init.dispatches) == (1, 1, 30 * US, 0)
     assert np.isnan(init.dispatch_mean_ps)
+
+
+def test_each_gpu_has_its_own_step_columns() -> None:
+    analysis = analyze(decode_xspace(_jax_gpu_space(calls=3, gpus=2)))
+    assert analysis.root_rule == "executions"
+    assert [name for name, _ in analysis.core_steps] == ["/device:GPU:0", "/device:GPU:1"]
+    (_, gpu0), (_, gpu1) = analysis.core_steps
+    for own in (gpu0, gpu1):
+        assert own.begin_ps.tolist() == analysis.steps.begin_ps.tolist()
+    assert gpu0.type_ps[:, EventType.DEVICE_COMPUTE_32].tolist() == [140 * US] * 3
+    assert gpu1.type_ps[:, EventType.DEVICE_COMPUTE_32].tolist() == [120 * US] * 3
+    # The step's own breakdown is the union over both GPUs.
+    assert analysis.steps.type_ps[:, EventType.DEVICE_COMPUTE_32].tolist() == [140 * US] * 3
+    rows = {row.module: row for row in analysis.jitted}
+    assert (rows[STEP].calls, rows[STEP].devices, rows[STEP].executions) == (3, 2, 6)
 
 
 def test_tpu_steps_come_from_the_producers_module_line_aligned_across_cores() -> None:
