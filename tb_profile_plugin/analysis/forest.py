@@ -33,12 +33,19 @@ Follows the profiler's grouping rules (xprof_reference.md §3.2), vectorised:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable
-from tb_profile_plugin.analysis.nesting import Nesting, compute_nesting, under
+from tb_profile_plugin.analysis.nesting import (
+    Nesting,
+    ancestor_reduce,
+    compute_nesting,
+    nearest_marked,
+    under,
+)
 
 _NONE = np.iinfo(np.int64).max
 LEGACY_ROOT_NAMES = frozenset({"TraceContext", "SessionRun", "RunGraph"})
@@ -147,11 +154,7 @@ def build_forest(table: EventTable) -> Forest:
     if len(extra_children):
         np.minimum.at(group, extra_children, group[extra_parents])
 
-    nested = np.flatnonzero(parent >= 0)
-    by_depth = nested[np.argsort(nesting.depth[nested], kind="stable")]
-    max_depth = int(nesting.depth.max(initial=0))
-    cuts = np.searchsorted(nesting.depth[by_depth], np.arange(1, max_depth + 2))
-    levels = np.split(by_depth, cuts[1:-1]) if len(by_depth) else []
+    down = _top_down(parent, nesting.depth)
     for _ in range(64):  # chains of cross-thread hops are short; 64 is a safety bound
         changed = False
         proposed = group[region_parent]
@@ -159,12 +162,7 @@ def build_forest(table: EventTable) -> Forest:
         if better.any():
             group[region_child[better]] = proposed[better]
             changed = True
-        for level in levels:
-            proposed = group[parent[level]]
-            better = proposed < group[level]
-            if better.any():
-                group[level[better]] = proposed[better]
-                changed = True
+        changed |= down(group)
         for link in links:
             changed |= link.apply(group)
         if not changed:
@@ -182,6 +180,39 @@ def build_forest(table: EventTable) -> Forest:
     root_event = roots[ranks]
     step_num = _step_numbers(table, nesting, root_event, rule)
     return Forest(table, nesting, group_id, root_event, step_num, rule if len(roots) else "none")
+
+
+#: Up to this nesting depth, groups flow down one depth level at a time; deeper (crafted or
+#: runaway nesting), by pointer jumping, so the work never grows with depth times events.
+_LEVEL_PASSES_MAX_DEPTH = 64
+
+
+def _top_down(parent: np.ndarray, depth: np.ndarray) -> Callable[[np.ndarray], bool]:
+    """A function that lowers every event's group to the smallest of its ancestors' (in
+    place), returning whether anything changed."""
+    nested = np.flatnonzero(parent >= 0)
+    max_depth = int(depth.max(initial=0))
+    if max_depth > _LEVEL_PASSES_MAX_DEPTH:
+        def by_jumping(group: np.ndarray) -> bool:
+            lowest = ancestor_reduce(group, parent, np.minimum, _NONE)
+            better = lowest < group
+            group[better] = lowest[better]
+            return bool(better.any())
+        return by_jumping
+    by_depth = nested[np.argsort(depth[nested], kind="stable")]
+    cuts = np.searchsorted(depth[by_depth], np.arange(1, max_depth + 2))
+    levels = np.split(by_depth, cuts[1:-1]) if len(by_depth) else []
+
+    def by_levels(group: np.ndarray) -> bool:
+        changed = False
+        for level in levels:
+            proposed = group[parent[level]]
+            better = proposed < group[level]
+            if better.any():
+                group[level[better]] = proposed[better]
+                changed = True
+        return changed
+    return by_levels
 
 
 def _adopt_tracer_launches(table: EventTable, roots: np.ndarray, group: np.ndarray,
@@ -368,14 +399,7 @@ def _step_numbers(table: EventTable, nesting: Nesting, roots: np.ndarray, rule: 
     """step_num of the root (or of its nearest ancestor that has one), else iter_num, else
     the group's index."""
     step_num = table.int_stat("step_num")
-    result = np.full(len(roots), -1, np.int64)
-    current = roots.copy()
-    for _ in range(int(nesting.depth.max(initial=0)) + 1):
-        live = (current >= 0) & (result < 0)
-        if not live.any():
-            break
-        result[live] = step_num[current[live]]
-        current[live] = nesting.parent[current[live]]
+    result = nearest_marked(step_num, step_num >= 0, nesting.parent)[roots]
     if rule == "loop":
         iter_num = table.int_stat("iter_num")
         result = np.where(result < 0, iter_num[roots], result)

@@ -12,7 +12,8 @@ is the depth:
 
 A zero-length event closes half a picosecond after it opens, so it nests inside whatever is
 open at that instant. The parent of an event at depth d is the latest event opened at depth
-d - 1 before it on the same line: one `searchsorted` per depth level.
+d - 1 before it on the same line: one `searchsorted` over the opens keyed by (depth, position),
+so deep nesting costs no more than shallow.
 
 Events that overlap without nesting (the Python tracer's `$trace.py __init__` opens before a
 `tf.profiler.experimental.Trace` and closes inside it) break that count. Such a line is
@@ -73,22 +74,22 @@ def compute_nesting(
     if not open_order_parts:
         return Nesting(depth, parent)
     open_order = np.concatenate(open_order_parts)  # global event ids in global boundary order
-    open_depth = depth[open_order]
-    max_depth = int(open_depth.max()) if len(open_depth) else 0
-    positions = np.arange(len(open_order))
-    for d in range(1, max_depth + 1):
-        current = positions[open_depth == d]
-        previous = positions[open_depth == d - 1]
-        if len(current) == 0 or len(previous) == 0:
-            continue
-        k = np.searchsorted(previous, current) - 1
-        valid = k >= 0
-        candidate = open_order[previous[np.maximum(k, 0)]]
-        child = open_order[current]
-        same_line = np.searchsorted(line_bounds, candidate, "right") == np.searchsorted(
-            line_bounds, child, "right")
-        ok = valid & same_line
-        parent[child[ok]] = candidate[ok]
+    open_depth = depth[open_order].astype(np.int64)
+    # The parent of the open at position p and depth d is the last open before p at depth
+    # d - 1: one search over the opens keyed by (depth, position), whatever the depth.
+    count = len(open_order)
+    key = open_depth * (count + 1) + np.arange(count)
+    by_key = np.sort(key)
+    child_pos = np.flatnonzero(open_depth > 0)
+    wanted = (open_depth[child_pos] - 1) * (count + 1) + child_pos
+    k = np.searchsorted(by_key, wanted) - 1
+    valid = (k >= 0) & (by_key[np.maximum(k, 0)] // (count + 1) == open_depth[child_pos] - 1)
+    candidate = open_order[by_key[np.maximum(k, 0)] % (count + 1)]
+    child = open_order[child_pos]
+    same_line = np.searchsorted(line_bounds, candidate, "right") == np.searchsorted(
+        line_bounds, child, "right")
+    ok = valid & same_line
+    parent[child[ok]] = candidate[ok]
     return Nesting(depth, parent)
 
 
@@ -117,23 +118,56 @@ def stack_nesting(by_start: np.ndarray, close_t: np.ndarray) -> tuple[np.ndarray
     parent = np.full(n, -1, np.int64)
     has = parent_sorted >= 0
     parent[by_start[has]] = by_start[parent_sorted[has]]
-    depth = np.zeros(n, np.int32)
-    ancestor = parent.copy()
-    live = np.flatnonzero(ancestor >= 0)
-    while len(live):
-        depth[live] += 1
-        ancestor[live] = parent[ancestor[live]]
-        live = live[ancestor[live] >= 0]
+    depth = ancestor_reduce(np.ones(n, np.int64), parent, np.add, 0).astype(np.int32)
     return parent, depth
 
 
-def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """Per event: some strict ancestor (by `parent`) is in `mask`. One pass per nesting level."""
-    found = np.zeros(len(mask), bool)
-    ancestor = parent.copy()
-    live = np.flatnonzero(ancestor >= 0)
+def ancestor_reduce(values: np.ndarray, parent: np.ndarray, op: np.ufunc,
+                    empty: object) -> np.ndarray:
+    """Per node: `op` (an associative ufunc: add, minimum, logical_or ...) over the values of
+    its strict ancestors by `parent` (-1: a root), `empty` for a root.
+
+    Pointer jumping: after round r every node knows the reduction over its next 2**r
+    ancestors, so the work is n·log(depth), not n·depth: a chain of a million events nested
+    in one another costs 21 rounds, not a million."""
+    n = len(parent)
+    has = parent >= 0
+    acc = np.full(n, empty, dtype=values.dtype)
+    acc[has] = values[parent[has]]
+    nxt = np.where(has, parent, -1)
+    live = np.flatnonzero(has)
     while len(live):
-        found[live] |= mask[ancestor[live]]
-        ancestor[live] = parent[ancestor[live]]
-        live = live[ancestor[live] >= 0]
-    return found
+        # acc[i] covers the ancestors (i, nxt[i]]; acc[far] those after far up to nxt[far]
+        # (all of them once nxt[far] is -1). Right sides are read before either write.
+        far = nxt[live]
+        grown = op(acc[live], acc[far])
+        reach = nxt[far]
+        acc[live] = grown
+        nxt[live] = reach
+        live = live[reach >= 0]
+    return acc
+
+
+def nearest_marked(values: np.ndarray, marked: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per node: `values` of its nearest marked ancestor-or-self, -1 where none is marked
+    (pointer jumping, n·log(depth) work)."""
+    result = np.where(marked, values, -1).astype(np.int64)
+    found = marked.astype(bool).copy()
+    nxt = parent.astype(np.int64).copy()
+    live = np.flatnonzero(~found & (nxt >= 0))
+    while len(live):
+        # Invariant: i and every node strictly between i and nxt[i] are unmarked.
+        far = nxt[live]
+        ready = found[far]
+        reach = nxt[far]
+        result[live[ready]] = result[far[ready]]
+        found[live[ready]] = True
+        rest = live[~ready]
+        nxt[rest] = reach[~ready]
+        live = rest[nxt[rest] >= 0]
+    return result
+
+
+def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per event: some strict ancestor (by `parent`) is in `mask` (n·log(depth) work)."""
+    return ancestor_reduce(mask.astype(bool), parent, np.logical_or, False)

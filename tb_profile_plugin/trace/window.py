@@ -117,18 +117,33 @@ def visible_events(
     return visible
 
 
+#: Above this many (track, depth) segments a window counts per segment with one pass over
+#: the events instead of two binary searches per segment (deep, crafted nesting).
+_SEARCH_SEGMENTS_MAX = 2048
+
+
+def _count_per_segment(mask: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Per segment [bounds[k], bounds[k+1]): how many of its events `mask` holds."""
+    running = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
+    return running[bounds[1:]] - running[bounds[:-1]]
+
+
 def _visible_events(
     index: TraceIndex, a_ps: int, b_ps: int, resolution: int, unfiltered_max_events: int,
 ) -> Visible:
     bounds = index.segment_bounds
     starts, max_end = index.start_ps, index.max_end_ps
     num_segments = len(bounds) - 1
-    lo = np.empty(num_segments, np.int64)
-    hi = np.empty(num_segments, np.int64)
-    for s in range(num_segments):  # a loop per (track, depth), never per event
-        first, last = int(bounds[s]), int(bounds[s + 1])
-        lo[s] = first + np.searchsorted(max_end[first:last], a_ps, "left")
-        hi[s] = first + np.searchsorted(starts[first:last], b_ps, "right")
+    if num_segments <= _SEARCH_SEGMENTS_MAX:
+        lo = np.empty(num_segments, np.int64)
+        hi = np.empty(num_segments, np.int64)
+        for s in range(num_segments):  # a loop per (track, depth), never per event
+            first, last = int(bounds[s]), int(bounds[s + 1])
+            lo[s] = first + np.searchsorted(max_end[first:last], a_ps, "left")
+            hi[s] = first + np.searchsorted(starts[first:last], b_ps, "right")
+    else:  # very many (track, depth) rows: count per segment in one pass over the events
+        lo = bounds[:-1] + _count_per_segment(max_end < a_ps, bounds)
+        hi = bounds[:-1] + _count_per_segment(starts <= b_ps, bounds)
     counts = np.maximum(hi - lo, 0)
     total = int(counts.sum())
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])

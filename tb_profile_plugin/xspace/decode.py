@@ -36,6 +36,9 @@ except ImportError:  # no compiler at install time: the numpy path does the same
 
 #: Set TB_PROFILE_PURE_DECODER=1 to force the pure-numpy decoder (tests compare both).
 PURE_DECODER_ENV = "TB_PROFILE_PURE_DECODER"
+#: The most lines a profile may hold (`max_lines`); real captures hold hundreds to thousands.
+MAX_LINES_ENV = "TB_PROFILE_MAX_LINES"
+DEFAULT_MAX_LINES = 100_000
 
 _STRING_KINDS = np.array([StatKind.STR, StatKind.BYTES], np.uint8)
 
@@ -65,7 +68,15 @@ def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
             )
         is_plane = fields[:, 0] == 1
         head = xplane_pb2.XSpace.FromString(_records(view, fields[~is_plane]))
-        decoded = [_decode_plane(view, row, pure) for row in fields[is_plane]]
+        if int(np.count_nonzero(is_plane)) > max_lines():
+            raise UnreadableProfile(
+                f"the file holds {int(np.count_nonzero(is_plane)):,} planes; at most "
+                f"{max_lines():,} are read ({MAX_LINES_ENV} raises the limit): it is not a "
+                "profile a profiler writes")
+        plane_fields = [(row, _scan(view, int(row[3]), int(row[4]), pure))
+                        for row in fields[is_plane]]
+        _check_line_count(plane_fields)
+        decoded = [_decode_plane(view, plane, pure) for _, plane in plane_fields]
     except (ValueError, DecodeError) as exc:
         raise UnreadableProfile(
             f"not a readable XSpace ({exc}); the file is truncated or is not an .xplane.pb"
@@ -96,10 +107,26 @@ def _records(view: memoryview, rows: np.ndarray) -> bytes:
     return b"".join(view[int(r[2]) : int(r[4])] for r in rows)
 
 
+def max_lines() -> int:
+    """The most lines (threads, streams) a profile may hold: TB_PROFILE_MAX_LINES, default
+    `DEFAULT_MAX_LINES`. Decoding costs per line, so a file of a million empty lines would
+    otherwise take minutes and gigabytes."""
+    text = os.environ.get(MAX_LINES_ENV, "")
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_LINES
+
+
+def _check_line_count(plane_fields: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    count = sum(int(np.count_nonzero((f[:, 0] == 3) & (f[:, 1] == 2))) for _, f in plane_fields)
+    limit = max_lines()
+    if count > limit:
+        raise UnreadableProfile(
+            f"the file holds {count:,} lines (threads and streams); at most {limit:,} are "
+            f"read ({MAX_LINES_ENV} raises the limit): it is not a profile a profiler writes")
+
+
 def _decode_plane(
-    view: memoryview, plane_row: np.ndarray, pure: bool
+    view: memoryview, fields: np.ndarray, pure: bool
 ) -> tuple[xplane_pb2.XPlane, list[_RawLine]]:
-    fields = _scan(view, int(plane_row[3]), int(plane_row[4]), pure)
     is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
     plane = xplane_pb2.XPlane.FromString(_records(view, fields[~is_line]))
     _reject_unknown_fields(plane)

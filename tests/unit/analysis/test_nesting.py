@@ -8,9 +8,19 @@ way): the TraceMe is not a child of `__init__`, and what runs inside the TraceMe
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from tb_profile_plugin.analysis.nesting import compute_nesting
+from tb_profile_plugin.analysis.nesting import (
+    ancestor_reduce,
+    compute_nesting,
+    nearest_marked,
+    under,
+)
+from tb_profile_plugin.tools import registry
+from tb_profile_plugin.xspace.decode import decode_xspace
+from tests.xspace_builder import XSpaceBuilder
 
 
 def _stack_nesting(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,3 +69,49 @@ def test_random_lines_match_the_stack_definition() -> None:
         parent, depth = _stack_nesting(start, end)
         assert nesting.parent.tolist() == parent.tolist()
         assert nesting.depth.tolist() == depth.tolist()
+
+
+def test_deep_chains_cost_no_more_than_their_size() -> None:
+    """40,000 identical events (each nested in the previous): depth 0..n-1, parent i-1, and
+    every view of such a profile analysed in well under a second (once quadratic in depth)."""
+    n = 40_000
+    start = np.zeros(n, np.int64)
+    end = np.full(n, 1_000_000, np.int64)
+    nesting = compute_nesting(start, end, np.array([0, n]))
+    assert sorted(nesting.depth.tolist()) == list(range(n))
+    order = np.argsort(nesting.depth)
+    assert nesting.parent[order].tolist() == [-1, *order[:-1].tolist()]
+    builder = XSpaceBuilder()
+    line = builder.plane("/host:CPU").line("python", line_id=1)
+    for _ in range(n):
+        line.event("dense/MatMul:MatMul", 0, 1_000_000)
+    profile = decode_xspace(builder.serialize())
+    began = time.perf_counter()
+    for view in ("overview_page", "tensorflow_stats", "trace_viewer", "input_pipeline_analyzer",
+                 "tf_data_bottleneck_analysis"):
+        registry.VIEWS[view].build(registry.ViewRequest("run", "h", {"h": profile}, {}))
+    assert time.perf_counter() - began <= 1.0
+
+
+def test_ancestor_reduce_and_nearest_marked_match_a_walk() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 50))
+        parent = np.array([-1 if i == 0 or rng.random() < 0.2 else int(rng.integers(0, i))
+                           for i in range(n)], np.int64)
+        values = rng.integers(0, 100, n).astype(np.int64)
+        marked = rng.random(n) < 0.3
+        lowest = ancestor_reduce(values, parent, np.minimum, 10**9)
+        inside = under(marked, parent)
+        nearest = nearest_marked(values, marked, parent)
+        for i in range(n):
+            chain = []
+            a = int(parent[i])
+            while a >= 0:
+                chain.append(a)
+                a = int(parent[a])
+            assert lowest[i] == min((values[a] for a in chain), default=10**9)
+            assert inside[i] == any(marked[a] for a in chain)
+            own = [j for j in [i, *chain] if marked[j]]
+            assert nearest[i] == (values[own[0]] if own else -1)
+

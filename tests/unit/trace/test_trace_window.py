@@ -163,6 +163,25 @@ def test_random_windows_match_brute_force(seed: int) -> None:
             assert key == sorted(key)
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_many_segments_count_per_segment_like_the_binary_searches(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above `_SEARCH_SEGMENTS_MAX` (track, depth) rows the window counts per segment in one
+    pass; both ways must select the same events (a profile with a few deep tracks)."""
+    index = build_index(random_profile(seed))
+    rng = np.random.default_rng(seed + 200)
+    last = index.last_ps
+    windows = [(int(a), int(a) + int(rng.integers(0, last // 3)))
+               for a in rng.integers(-1000, last, 20)]
+    by_search = [visible_events(index, a, b, 0, unfiltered_max_events=0).ids.tolist()
+                 for a, b in windows]
+    monkeypatch.setattr(window, "_SEARCH_SEGMENTS_MAX", 0)
+    index = build_index(random_profile(seed))  # a fresh index: no cached windows
+    by_count = [visible_events(index, a, b, 0, unfiltered_max_events=0).ids.tolist()
+                for a, b in windows]
+    assert by_count == by_search
+
+
 def _nested_intervals(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """`n` properly nested intervals: each one inside a random earlier one, or at top level."""
     start = np.zeros(n, np.int64)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 
 import numpy as np
@@ -176,3 +177,36 @@ def test_space_without_events_decodes() -> None:
     profile = decode_xspace(b.serialize())
     assert profile.num_events == 0
     assert profile.origin_ns == 0
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+@pytest.mark.parametrize("what", ["lines", "planes"])
+def test_a_million_empty_lines_or_planes_are_refused_fast(pure: bool, what: str) -> None:
+    """Decoding costs per line and plane: a 6 MB file of 10**6 empty ones is refused with a
+    sentence naming the limit, in well under 2 s, instead of minutes and gigabytes."""
+    space = xplane_pb2.XSpace()
+    if what == "lines":
+        plane = space.planes.add(name="/host:CPU", id=1)
+        for k in range(1_000_000):
+            plane.lines.add(id=k)
+    else:
+        for k in range(1_000_000):
+            space.planes.add(id=k)
+    data = space.SerializeToString()
+    began = time.perf_counter()
+    with pytest.raises(UnreadableProfile, match=f"1,000,000 {what}.*TB_PROFILE_MAX_LINES"):
+        decode_xspace(data, pure=pure)
+    assert time.perf_counter() - began <= 2.0
+
+
+def test_line_limit_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
+    builder = XSpaceBuilder()
+    plane = builder.plane("/host:CPU")
+    for k in range(3):
+        plane.line(f"t{k}", line_id=k + 1).event("op", 0, 10)
+    data = builder.serialize()
+    monkeypatch.setenv("TB_PROFILE_MAX_LINES", "2")
+    with pytest.raises(UnreadableProfile, match="3 lines .*at most 2"):
+        decode_xspace(data)
+    monkeypatch.setenv("TB_PROFILE_MAX_LINES", "3")
+    assert len(decode_xspace(data).planes[0].lines) == 3
