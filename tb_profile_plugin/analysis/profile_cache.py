@@ -1,88 +1,70 @@
-"""Results computed once per decoded profile, shared by every analysis that needs them.
+"""Results computed once per decoded profile, kept with the profile and counted.
 
-`per_profile(build)` memoises `build(profile)` for as long as the profile lives (the store
-keeps decoded profiles, so a second request for a view of the same file is served from
-memory); concurrent first callers wait for one build. The result must not hold the profile,
-or the profile would never be freed.
+`per_profile(build)` memoises `build(profile)` in the profile itself (`Profile.derived`), so a
+result lives exactly as long as its profile: nothing global holds it, and a result that holds
+its profile (the trace index does) forms a cycle the store breaks when it drops the profile
+(`Derived.clear`). Concurrent first callers wait for one build. The bytes of every result
+(numpy arrays and strings reachable from it, the profile's own columns excepted) are added to
+`profile.derived.nbytes`, which the store counts in its memory bound (xspace/store.py): a
+profile whose views are built weighs what it really holds.
 
 `profile_forest(profile)` is the event table of all the profile's events and its event forest
-(`forest.table`), which the host analysis, the memory profile and the tf.data analysis all
-start from. It holds the profile and per-event columns several times its size, so only the
-last `FOREST_ENTRIES` are kept: enough for the views of the host being looked at.
+(`forest.table`), which the host analysis, the trace, the memory profile and the tf.data
+analysis all start from.
 """
 
 from __future__ import annotations
 
-import collections
 import functools
 import threading
-import weakref
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from tb_profile_plugin.analysis.events import build_event_table
 from tb_profile_plugin.analysis.forest import Forest, build_forest
-from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.model import Profile, result_nbytes
 
 T = TypeVar("T")
-FOREST_ENTRIES = 2
+
+_lock = threading.Lock()
+_building: dict[tuple[int, str], threading.Lock] = {}
 
 
 def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
-    """`build`, memoised per decoded profile (by identity, dropped when the profile is freed)."""
-    cache: dict[int, T] = {}
-    building: dict[int, threading.Lock] = {}
-    lock = threading.Lock()
+    """`build`, memoised in the profile (see the module docstring)."""
+    name = f"{build.__module__}.{build.__qualname__}"
 
     @functools.wraps(build)
     def cached(profile: Profile) -> T:
-        key = id(profile)
-        with lock:
-            if key in cache:
-                return cache[key]
-            build_lock = building.setdefault(key, threading.Lock())
+        derived = profile.derived
+        with _lock:
+            if name in derived.results:
+                return cast(T, derived.results[name])
+            key = (id(profile), name)
+            build_lock = _building.setdefault(key, threading.Lock())
         with build_lock:  # concurrent first callers wait for one build
             try:
-                with lock:
-                    if key in cache:
-                        return cache[key]
+                with _lock:
+                    if name in derived.results:
+                        return cast(T, derived.results[name])
                 result = build(profile)
-                with lock:
-                    cache[key] = result
-                    weakref.finalize(profile, cache.pop, key, None)
+                size = result_nbytes(result)
+                with _lock:
+                    derived.add(name, result, size)
+                    notify = derived.on_grow
+                if notify is not None:
+                    notify()  # the store keeping the profile counts it now
                 return result
             finally:
-                with lock:
-                    building.pop(key, None)
+                with _lock:
+                    _building.pop(key, None)
 
     return cached
 
 
-_forests: collections.OrderedDict[int, Forest] = collections.OrderedDict()
-_forest_lock = threading.Lock()
-_forest_builds: dict[int, threading.Lock] = {}
+def _build_forest(profile: Profile) -> Forest:
+    return build_forest(build_event_table(profile))
 
 
-def profile_forest(profile: Profile) -> Forest:
-    """The event forest over every event of `profile` (its table is `forest.table`)."""
-    key = id(profile)  # an entry holds its profile, so the id is not reused while it is here
-    with _forest_lock:
-        forest = _forests.get(key)
-        if forest is not None:
-            _forests.move_to_end(key)
-            return forest
-        build_lock = _forest_builds.setdefault(key, threading.Lock())
-    with build_lock:  # concurrent first callers wait for one build
-        try:
-            with _forest_lock:
-                forest = _forests.get(key)
-            if forest is None:
-                forest = build_forest(build_event_table(profile))
-                with _forest_lock:
-                    _forests[key] = forest
-                    while len(_forests) > FOREST_ENTRIES:
-                        _forests.popitem(last=False)
-            return forest
-        finally:
-            with _forest_lock:
-                _forest_builds.pop(key, None)
+#: The event forest over every event of `profile` (its table is `forest.table`).
+profile_forest = per_profile(_build_forest)

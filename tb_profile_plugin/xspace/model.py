@@ -14,6 +14,8 @@ directly and stay well inside int64. The file's own per-line `offset_ps` is
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -277,6 +279,68 @@ class Plane:
         )
 
 
+#: Containers deeper than this are not walked when sizing a result (results are shallow).
+_SIZE_DEPTH = 8
+
+
+def result_nbytes(result: object) -> int:
+    """Bytes of the arrays and strings reachable from `result` (each counted once; the
+    profile and its planes are not part of a result's size)."""
+    seen: set[int] = set()
+    total = 0
+    stack: list[tuple[object, int]] = [(result, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if id(value) in seen or depth > _SIZE_DEPTH:
+            continue
+        seen.add(id(value))
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+        elif isinstance(value, str | bytes):
+            total += len(value)
+        elif isinstance(value, Profile | Plane):
+            continue
+        elif isinstance(value, dict):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list | tuple | set | frozenset):
+            if value and all(isinstance(item, str) for item in value):
+                total += sum(len(item) for item in value)  # name tables: no walk per item
+                continue
+            stack.extend((item, depth + 1) for item in value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            stack.extend((getattr(value, f.name), depth + 1) for f in dataclasses.fields(value))
+        elif hasattr(value, "__dict__"):
+            stack.extend((item, depth + 1) for item in vars(value).values())
+    return total
+
+
+class Derived:
+    """What analyses computed from one profile, kept with it so it lives and dies with it
+    (analysis/profile_cache.py): results by name, and their bytes (counted in the memory
+    bound of xspace/store.py)."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, object] = {}
+        self.nbytes = 0
+        #: Called after a result was added (the store that keeps the profile re-counts).
+        self.on_grow: Callable[[], None] | None = None
+
+    def add(self, name: str, result: object, size: int) -> None:
+        self.results[name] = result
+        self.nbytes += size
+
+    def measure(self) -> int:
+        """Measures the results again (caches inside them grow after they are built)."""
+        self.nbytes = sum(result_nbytes(result) for result in list(self.results.values()))
+        return self.nbytes
+
+    def clear(self) -> None:
+        """Drops every result (a result may hold the profile: this breaks that cycle)."""
+        self.results = {}
+        self.nbytes = 0
+        self.on_grow = None
+
+
 @dataclass(frozen=True)
 class Profile:
     """Everything one `<host>.xplane.pb` holds, decoded into columns."""
@@ -287,6 +351,16 @@ class Profile:
     warnings: list[str]
     origin_ns: int
     decoder: str = field(default="", compare=False)  # "compiled", "numpy" or "cache"
+
+    def __post_init__(self) -> None:
+        # Not a field: results are never compared, cached on disk or copied by `replace`.
+        object.__setattr__(self, "_derived", Derived())
+
+    @property
+    def derived(self) -> Derived:
+        """What analyses computed from this profile (analysis/profile_cache.py)."""
+        derived: Derived = self.__dict__["_derived"]
+        return derived
 
     @property
     def num_events(self) -> int:

@@ -3,13 +3,16 @@
 `ProfileStore.open(path)` is safe to call from many request threads at once: concurrent
 requests for one cold profile wait for a single decode (one lock per file), and a profile whose
 size or modification time changed on disk is decoded again. The memory bound is
-`TB_PROFILE_MEMORY_CACHE_BYTES` (default 2 GiB), or the `max_bytes` given; the least recently
-used profiles are dropped first (a profile bigger than the bound is served but not kept).
+`TB_PROFILE_MEMORY_CACHE_BYTES` (default 2 GiB), or the `max_bytes` given, over each profile's
+columns **and everything derived from it** (analyses, forest, trace index: `Profile.derived`,
+measured again whenever the profile is served); the least recently used profiles are dropped
+first, with their derived results (a profile bigger than the bound is served but not kept).
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import threading
 from dataclasses import dataclass
@@ -30,6 +33,11 @@ class _Entry:
     profile: Profile
     size_bytes: int
     mtime_ns: int
+
+
+def _weight(profile: Profile) -> int:
+    """What a kept profile costs: its columns and every result derived from it."""
+    return profile.nbytes + profile.derived.nbytes
 
 
 class ProfileStore:
@@ -59,6 +67,8 @@ class ProfileStore:
             entry = self._entries.get(path)
             if entry and (entry.size_bytes, entry.mtime_ns) == (size_bytes, mtime_ns):
                 self._entries.move_to_end(path)
+                entry.profile.derived.measure()  # views built since it was counted
+                self._evict_over_bound(keep=path)
                 return entry.profile
             file_lock = self._file_locks.setdefault(path, threading.Lock())
         with file_lock:
@@ -91,18 +101,38 @@ class ProfileStore:
         return profile
 
     def _remember(self, path: str, entry: _Entry) -> None:
-        size = entry.profile.nbytes
         with self._lock:
             old = self._entries.pop(path, None)
             if old is not None:
-                self._bytes -= old.profile.nbytes
-            if size > self.max_bytes:
+                old.profile.derived.clear()
+            if _weight(entry.profile) > self.max_bytes:
+                self._recount()
                 return
             self._entries[path] = entry
-            self._bytes += size
-            while self._bytes > self.max_bytes and self._entries:
-                _, evicted = self._entries.popitem(last=False)
-                self._bytes -= evicted.profile.nbytes
+            entry.profile.derived.on_grow = functools.partial(self._grown, path)
+            self._evict_over_bound(keep=path)
+
+    def _grown(self, path: str) -> None:
+        """A view derived more from the profile at `path`: count it, evict others if over."""
+        with self._lock:
+            if path in self._entries:
+                self._evict_over_bound(keep=path)
+
+    def _evict_over_bound(self, keep: str) -> None:
+        """Drops least recently used profiles (with everything derived from them) until the
+        profiles and their derived results fit the bound; `keep` (being served) stays."""
+        self._recount()
+        for path in list(self._entries):
+            if self._bytes <= self.max_bytes:
+                break
+            if path == keep:
+                continue
+            evicted = self._entries.pop(path)
+            self._bytes -= _weight(evicted.profile)
+            evicted.profile.derived.clear()  # a result may hold its profile: no cycle stays
+
+    def _recount(self) -> None:
+        self._bytes = sum(_weight(entry.profile) for entry in self._entries.values())
 
     def __contains__(self, path: str) -> bool:
         with self._lock:
