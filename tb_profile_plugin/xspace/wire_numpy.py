@@ -4,7 +4,8 @@ Protobuf's own parser hands each event over as bytes (`XLineWire.events`); this 
 them all at once. The core is `scan_records`: for many messages laid side by side in one
 buffer, it reads their top-level fields in lock-step, one field of every still-unfinished
 message per round, so the number of Python-level rounds is the largest field count of any
-message (a handful), never the number of messages:
+message (a handful), never the number of messages (beyond `LOCKSTEP_ROUNDS` rounds, the few
+messages left are walked by doubling jumps, `_field_starts`):
 
     msg 0: [tag v][tag v][tag len ....]          round 1 reads the first field of msg 0, 1, 2
     msg 1: [tag v][tag v]                        round 2 the second of each, and so on;
@@ -60,51 +61,118 @@ def _read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndar
     raise MalformedWire("varint longer than 10 bytes")
 
 
+#: Rounds read in lock-step before the few messages still unfinished (one event with a
+#: million stats) are walked by `_field_starts` instead: n·log(n) in their size, not n rounds.
+LOCKSTEP_ROUNDS = 64
+
+
 def scan_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Records:
     """Read the top-level fields of the messages buf[starts[i]:ends[i]], all in parallel."""
     padded = np.concatenate([buf, _PAD])
     pos = starts.astype(np.int64, copy=True)
     chunks: list[tuple[np.ndarray, ...]] = []
     active = np.flatnonzero(pos < ends)
+    rounds = 0
     while active.size:
-        tag, after_tag = _read_varints(padded, pos[active])
-        field = (tag >> np.uint64(3)).astype(np.int64)
-        wire_type = (tag & np.uint64(7)).astype(np.int64)
-        value = np.zeros(active.size, np.uint64)
-        data_start = np.zeros(active.size, np.int64)
-        next_pos = np.empty(active.size, np.int64)
-
-        varint = np.flatnonzero((wire_type == 0) | (wire_type == 2))
-        vals, after = _read_varints(padded, after_tag[varint])
-        value[varint] = vals
-        next_pos[varint] = after
-        delimited = varint[wire_type[varint] == 2]
-        data_start[delimited] = next_pos[delimited]
-        next_pos[delimited] += value[delimited].astype(np.int64)
-
-        fixed64 = np.flatnonzero(wire_type == 1)
-        if fixed64.size:
-            gather = padded[after_tag[fixed64, None] + np.arange(8)]
-            value[fixed64] = np.ascontiguousarray(gather).view("<u8").ravel()
-            next_pos[fixed64] = after_tag[fixed64] + 8
-        fixed32 = np.flatnonzero(wire_type == 5)
-        if fixed32.size:
-            gather = padded[after_tag[fixed32, None] + np.arange(4)]
-            value[fixed32] = np.ascontiguousarray(gather).view("<u4").ravel()
-            next_pos[fixed32] = after_tag[fixed32] + 4
-        if np.any((wire_type == 3) | (wire_type == 4) | (wire_type > 5)) or np.any(field == 0):
-            raise MalformedWire("unsupported wire type or field number 0")
-        if np.any(next_pos > ends[active]) or np.any(value[delimited] > np.uint64(len(buf))):
-            raise MalformedWire("field runs past the end of its message")
-
+        if rounds == LOCKSTEP_ROUNDS:
+            for message in active.tolist():  # a few messages with very many fields
+                at = _field_starts(padded, int(pos[message]), int(ends[message]))
+                owner = np.full(len(at), message, np.int64)
+                chunks.append((owner, *_read_fields(padded, len(buf), at, ends[owner])[:4]))
+            break
+        field, wire_type, value, data_start, next_pos = _read_fields(
+            padded, len(buf), pos[active], ends[active])
         chunks.append((active, field, wire_type, value, data_start))
         pos[active] = next_pos
         active = active[next_pos < ends[active]]
+        rounds += 1
     if not chunks:
         empty = np.zeros(0, np.int64)
         return Records(empty, empty, empty, np.zeros(0, np.uint64), empty)
     parts = list(zip(*chunks, strict=True))
     return Records(*(np.concatenate(p) for p in parts))
+
+
+def _read_fields(padded: np.ndarray, buf_len: int, at: np.ndarray, ends: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The field starting at each position `at` (its message ends at `ends`): field number,
+    wire type, value, payload start and the next field's position. Raises MalformedWire."""
+    tag, after_tag = _read_varints(padded, at)
+    field = (tag >> np.uint64(3)).astype(np.int64)
+    wire_type = (tag & np.uint64(7)).astype(np.int64)
+    value = np.zeros(len(at), np.uint64)
+    data_start = np.zeros(len(at), np.int64)
+    next_pos = np.empty(len(at), np.int64)
+
+    varint = np.flatnonzero((wire_type == 0) | (wire_type == 2))
+    vals, after = _read_varints(padded, after_tag[varint])
+    value[varint] = vals
+    next_pos[varint] = after
+    delimited = varint[wire_type[varint] == 2]
+    if np.any(value[delimited] > np.uint64(buf_len)):
+        raise MalformedWire("field runs past the end of its message")
+    data_start[delimited] = next_pos[delimited]
+    next_pos[delimited] += value[delimited].astype(np.int64)
+
+    fixed64 = np.flatnonzero(wire_type == 1)
+    if fixed64.size:
+        gather = padded[after_tag[fixed64, None] + np.arange(8)]
+        value[fixed64] = np.ascontiguousarray(gather).view("<u8").ravel()
+        next_pos[fixed64] = after_tag[fixed64] + 8
+    fixed32 = np.flatnonzero(wire_type == 5)
+    if fixed32.size:
+        gather = padded[after_tag[fixed32, None] + np.arange(4)]
+        value[fixed32] = np.ascontiguousarray(gather).view("<u4").ravel()
+        next_pos[fixed32] = after_tag[fixed32] + 4
+    if np.any((wire_type == 3) | (wire_type == 4) | (wire_type > 5)) or np.any(field == 0):
+        raise MalformedWire("unsupported wire type or field number 0")
+    if np.any(next_pos > ends):
+        raise MalformedWire("field runs past the end of its message")
+    return field, wire_type, value, data_start, next_pos
+
+
+def _field_starts(padded: np.ndarray, start: int, end: int) -> np.ndarray:
+    """Where the fields of the message padded[start:end] begin, in order, without reading
+    them one after another: a field is read speculatively at every byte (its would-be next
+    field), and the chain from `start` is followed by doubling the jumps, log(fields) rounds.
+    Positions that are not fields are never used (the caller reads the chain strictly)."""
+    size = end - start
+    at = np.arange(start, end, dtype=np.int64)
+    tag, after_tag = _lenient_varints(padded, at)
+    wire_type = tag & np.uint64(7)
+    value, after = _lenient_varints(padded, after_tag)
+    nxt = np.full(size, end, np.int64)  # unreadable: the chain ends there (read strictly)
+    is_varint = wire_type == 0
+    nxt[is_varint] = after[is_varint]
+    is_delimited = (wire_type == 2) & (value <= np.uint64(size))
+    nxt[is_delimited] = after[is_delimited] + value[is_delimited].astype(np.int64)
+    nxt[wire_type == 1] = after_tag[wire_type == 1] + 8
+    nxt[wire_type == 5] = after_tag[wire_type == 5] + 4
+    jump = np.append(np.minimum(nxt, end) - start, size)  # local; `size` is the end
+    chain = np.zeros(1, np.int64)
+    while True:  # chain holds the first 2**r positions, jump = 2**r jumps
+        reached = jump[chain]
+        reached = reached[reached < size]
+        if len(reached) == 0:
+            return chain + start
+        chain = np.concatenate([chain, reached])
+        jump = jump[jump]
+
+
+def _lenient_varints(padded: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_read_varints` that never raises: a run of more than 10 bytes reads as what it has."""
+    values = np.zeros(len(pos), np.uint64)
+    cursor = pos.copy()
+    active = np.arange(len(pos))
+    limit = len(padded) - 1
+    for shift in range(0, 7 * _MAX_VARINT_BYTES, 7):
+        byte = padded[np.minimum(cursor[active], limit)]
+        values[active] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+        cursor[active] += 1
+        active = active[byte >= 0x80]
+        if active.size == 0:
+            break
+    return values, cursor
 
 
 def _last_value(column: np.ndarray, records: Records, mask: np.ndarray) -> None:
