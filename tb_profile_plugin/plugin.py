@@ -7,9 +7,7 @@ unexpected becomes a 500 with the same shape, is logged, and the server keeps se
 
 from __future__ import annotations
 
-import csv
 import gzip
-import io
 import json
 import logging
 import mimetypes
@@ -31,7 +29,7 @@ from tb_profile_plugin.errors import (
     UnreadableProfile,
 )
 from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name
-from tb_profile_plugin.tools import compare, registry
+from tb_profile_plugin.tools import compare, csv_table, registry
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.store import ProfileStore
 
@@ -189,13 +187,9 @@ class ProfilePlugin(base_plugin.TBPlugin):
             available = ", ".join(view.tables) or "none"
             raise NotFound(f"view {view.name} has no table {table_name!r} (tables: {available})")
         header, rows = table(view.build(view_request))
-        out = io.StringIO()
-        writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
         filename = f"{view.name}_{table_name}.csv"
         return _respond(
-            request, out.getvalue(), "text/csv; charset=utf-8",
+            request, csv_table.to_csv(header, rows), "text/csv; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="{filename}"'},
         )
 

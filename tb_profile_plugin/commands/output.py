@@ -8,12 +8,11 @@ numpy scalars as numbers), so `tb-profile summary --json` equals the route's doc
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 from typing import Any, TextIO
 
+from tb_profile_plugin.tools import csv_table
 from tb_profile_plugin.tools.registry import Table
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -30,12 +29,9 @@ def to_json(value: Any) -> str:
 
 
 def to_csv(table: Table) -> str:
+    """The table as the `data_csv` route writes it (formula-leading text neutralised)."""
     header, rows = table
-    out = io.StringIO()
-    writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return out.getvalue()
+    return csv_table.to_csv(header, rows)
 
 
 def colour_wanted(stream: TextIO) -> bool:
