@@ -33,6 +33,16 @@ Fixtures (names are also the directory names under ``tests/data/``):
 ``tfdata_parallel``
     The same pipeline with ``num_parallel_calls=tf.data.AUTOTUNE`` on the map and
     ``.prefetch(tf.data.AUTOTUNE)`` at the end; its steps wait far less for input.
+``tfdata_{map_seq,map_parallel,interleave,cache,batch_map,py_function}``
+    Six small tf.data pipelines (``TFDATA_VARIANTS``) feeding the same small MLP train step,
+    ``TFDATA_VARIANT_STEPS`` profiled steps each with ``next(iterator)`` inside the step's
+    ``Trace('train', step_num=..., _r=1)``: a sequential ``map`` of TensorFlow ops, the same
+    map with ``num_parallel_calls=AUTOTUNE`` and a ``prefetch``, an ``interleave`` of
+    per-shard datasets, a ``cache`` filled during the warm-up and read back in the capture,
+    ``batch`` *before* a vectorised ``map``, and a ``tf.py_function`` stage (numpy work, no
+    sleep) with a ``prefetch``. Static optimizations ``map_and_batch_fusion``,
+    ``inject_prefetch`` and ``map_parallelization`` are off in all of them, so each pipeline
+    runs as written.
 ``two_hosts``
     Two separate worker *processes* (this script re-run with the hidden ``--_worker``
     flag) each call ``tf.profiler.experimental.server.start(port)`` on a free 127.0.0.1
@@ -100,6 +110,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import os
 import select
 import shutil
@@ -120,6 +131,12 @@ FIXTURES: tuple[str, ...] = (
     "custom_loop",
     "tfdata_slow",
     "tfdata_parallel",
+    "tfdata_map_seq",
+    "tfdata_map_parallel",
+    "tfdata_interleave",
+    "tfdata_cache",
+    "tfdata_batch_map",
+    "tfdata_py_function",
     "two_hosts",
     "jax_cpu_steps",
     "jax_cpu_plain",
@@ -132,6 +149,13 @@ WORKER_MAX_SECONDS = 240.0
 PREFERRED_WORKER_PORTS = (60401, 60402)
 TWO_HOSTS_DURATION_MS = 1200
 LARGE_TARGET_EVENTS = 2_400_000
+# tf.data variants: batch, warm-up and profiled steps (18 kept: first and last are dropped),
+# element feature width, MLP widths (a few ms per step on 2 cores).
+TFDATA_VARIANT_BATCH = 16
+TFDATA_VARIANT_WARMUP = 4
+TFDATA_VARIANT_STEPS = 20
+TFDATA_VARIANT_FEATURES = 128
+TFDATA_VARIANT_WIDTHS = (128, 512, 512, 10)
 # JAX fixtures: MLP widths, batch (about 1.5 ms per train step on 2 cores), SGD rate, counts.
 JAX_WIDTHS = (64, 256, 256, 10)
 JAX_BATCH = 128
@@ -347,6 +371,95 @@ def make_tfdata_slow(logdir: Path) -> None:
 def make_tfdata_parallel(logdir: Path) -> None:
     """Same pipeline with AUTOTUNE parallel map and prefetch."""
     _make_tfdata(logdir, parallel=True)
+
+
+def _tfdata_variant_pipeline(tf: Any, variant: str, num_elements: int) -> Any:
+    """The tf.data pipeline of one ``tfdata_<variant>`` fixture, yielding (x, y) batches."""
+    import numpy as np
+
+    width, batch = TFDATA_VARIANT_FEATURES, TFDATA_VARIANT_BATCH
+    mixing = tf.constant(np.random.default_rng(SEED).standard_normal((width, width)),
+                         tf.float32)
+
+    def features(index: Any) -> tuple[Any, Any]:
+        """One element from TensorFlow ops: seeded noise, two dense mixes, a label."""
+        seed = tf.stack([tf.cast(index, tf.int32), 0])
+        x = tf.random.stateless_normal((1, width), seed=seed)
+        x = tf.tanh(tf.matmul(tf.tanh(tf.matmul(x, mixing)), mixing))
+        return tf.reshape(x, (width,)), index % 10
+
+    def batch_features(indices: Any) -> tuple[Any, Any]:
+        """The same work on a whole batch of indices at once (map after batch)."""
+        x = tf.random.stateless_normal((tf.shape(indices)[0], width), seed=(SEED, 1))
+        x = tf.tanh(tf.matmul(tf.tanh(tf.matmul(x, mixing)), mixing))
+        return x, indices % 10
+
+    def numpy_features(index: Any) -> tuple[Any, Any]:
+        rng = np.random.default_rng(SEED + int(index.numpy()))
+        x = rng.standard_normal((64, width)).astype(np.float32)
+        x = np.tanh(x @ np.tanh(x.T @ x / width)).mean(axis=0).astype(np.float32)
+        return x, np.int64(int(index.numpy()) % 10)
+
+    def py_features(index: Any) -> tuple[Any, Any]:
+        x, y = tf.py_function(numpy_features, [index], [tf.float32, tf.int64])
+        x.set_shape((width,))
+        y.set_shape(())
+        return x, y
+
+    ds = tf.data.Dataset.range(num_elements)
+    if variant == "map_seq":
+        ds = ds.map(features).batch(batch, drop_remainder=True)
+    elif variant == "map_parallel":
+        ds = ds.map(features, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        ds = ds.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    elif variant == "interleave":
+        shards = 4
+        per_shard = -(-num_elements // shards)
+        ds = tf.data.Dataset.range(shards).interleave(
+            lambda shard: tf.data.Dataset.range(shard * per_shard,
+                                                (shard + 1) * per_shard).map(features),
+            cycle_length=2, num_parallel_calls=2, deterministic=True)
+        ds = ds.batch(batch, drop_remainder=True).prefetch(2)
+    elif variant == "cache":
+        # Two batches' worth of elements, cached while the warm-up reads them, then repeated.
+        ds = tf.data.Dataset.range(2 * batch).map(features).cache().repeat()
+        ds = ds.batch(batch, drop_remainder=True)
+    elif variant == "batch_map":
+        ds = ds.batch(batch, drop_remainder=True).map(batch_features)
+    elif variant == "py_function":
+        ds = ds.map(py_features).batch(batch, drop_remainder=True).prefetch(1)
+    else:
+        raise ValueError(f"unknown tf.data variant {variant!r}")
+    options = tf.data.Options()
+    options.experimental_optimization.map_and_batch_fusion = False
+    options.experimental_optimization.inject_prefetch = False
+    # TF would otherwise run a map of stateless functions in parallel behind our back.
+    options.experimental_optimization.map_parallelization = False
+    return ds.with_options(options)
+
+
+def _make_tfdata_variant(logdir: Path, variant: str) -> None:
+    """Profile ``TFDATA_VARIANT_STEPS`` steps of a small MLP fed by one tf.data variant."""
+    tf = _import_tf()
+    warmup, steps = TFDATA_VARIANT_WARMUP, TFDATA_VARIANT_STEPS
+    ds = _tfdata_variant_pipeline(tf, variant, (warmup + steps) * TFDATA_VARIANT_BATCH)
+    _, train_step = _mlp_train_step(tf, TFDATA_VARIANT_WIDTHS)
+    iterator = iter(ds)
+    for _ in range(warmup):  # trace the function, fill the cache, let AUTOTUNE ramp up
+        x, y = next(iterator)
+        train_step(x, y)
+    tf.profiler.experimental.start(str(logdir))
+    try:
+        for step in range(steps):
+            with _step_trace(tf, step):
+                x, y = next(iterator)  # input wait is inside the step
+                train_step(x, y)
+    finally:
+        tf.profiler.experimental.stop()
+
+
+TFDATA_VARIANTS = ("map_seq", "map_parallel", "interleave", "cache", "batch_map",
+                   "py_function")
 
 
 def _port_is_free(port: int) -> bool:
@@ -628,6 +741,8 @@ CAPTURES: dict[str, Callable[[Path], None]] = {
     "custom_loop": make_custom_loop,
     "tfdata_slow": make_tfdata_slow,
     "tfdata_parallel": make_tfdata_parallel,
+    **{f"tfdata_{variant}": functools.partial(_make_tfdata_variant, variant=variant)
+       for variant in TFDATA_VARIANTS},
     "two_hosts": make_two_hosts,
     "jax_cpu_steps": make_jax_cpu_steps,
     "jax_cpu_plain": make_jax_cpu_plain,
