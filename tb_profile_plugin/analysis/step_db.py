@@ -21,6 +21,8 @@
 3. Non-overlap: where events of several types overlap, the highest `EventType` wins. Time of
    type t in a step = |union of types >= t| - |union of types > t|, clipped to the step; each
    union is one vectorised sweep over all steps at once. What no event covers is UNKNOWN.
+   A zero-length event where nothing of its type or higher is open keeps its type until the
+   next end of that type, as the reference's sweep does (analysis/instant_spans.py).
 4. A step is kept only if it has device compute (with a device) or host compute (CPU only).
 5. With more than `PARTIAL_STEP_MIN` steps, the first and the last are dropped: a capture
    starts and stops mid-step, so they are usually partial (the reference does the same).
@@ -35,6 +37,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.forest import PRODUCER_RULE, Forest
+from tb_profile_plugin.analysis.instant_spans import instant_spans
 from tb_profile_plugin.analysis.op_names import OpCategory, parse_op
 from tb_profile_plugin.xspace.producers import is_collective
 
@@ -254,6 +257,11 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     capture window (not for steps that are whole program executions)."""
     begin, finish, valid, step_num = spans.begin_ps, spans.finish_ps, spans.valid, spans.step_num
     g_count = len(begin)
+    # Zero-length events keep their type current until the next end, as the reference's sweep
+    # does (analysis/instant_spans.py).
+    extra = instant_spans(types, groups, start, end)
+    types, groups, start, end = (np.concatenate([a, b]) for a, b in
+                                 zip((types, groups, start, end), extra, strict=True))
 
     # Events of valid groups, clipped to their step.
     ev = np.flatnonzero((types >= 0) & (groups >= 0))

@@ -1,0 +1,99 @@
+"""Zero-length events in the step breakdown: the time the reference's sweep gives them.
+
+The reference splits a step's overlapping events into non-overlapping spans with a sweep over
+event boundaries (xprof_reference.md §3.3 "Non-overlap"): boundaries sorted by time, an *end*
+before a *start* at the same time, a count per event type, and a "current" type that is the
+highest type whose count is non-zero. A zero-length event (a `ThreadpoolListener::StartRegion`
+or `Record`, a `Wait for ... holds` of 0 ns) has its end sorted before its own start. When no
+event of its type or higher is open, the end takes the count to -1 and the start back to 0 but
+makes the type current; nothing then lowers it until an event of that type ends (its count
+reaches 0 again) or a higher type begins. So the gap after such an instant counts as its type:
+
+    python     [train ............................................................]
+               [dispatch]                                         [Await]
+    XLA thread           | StartRegion (0 ns, same step)
+    reference            |=========== host compute ==================|
+                          ^ instant                                  ^ next host-compute end
+
+A JAX CPU step that dispatches asynchronously and then blocks untraced is mostly host compute
+for the reference, while a step whose dispatch spans the start of the XLA run is not
+(tests/data/jax_cpu_steps: 6 of 18 steps). `instant_spans` returns, per such instant, the span
+[instant, end) the sweep gives its type, so a plain union of events reproduces the reference
+to the nanosecond (docs/analysis.md "Zero-length events").
+
+Rule, per step group g and instant x of type t (events of the group, any line or device):
+- x is *covered* when an event of type >= t, longer than 0, has start <= x < end: no span;
+- else the span is [x, y), y = the earliest of: the first end after x of a longer-than-0
+  event of type t, the first start at or after x of an event of a higher type, and the
+  group's last boundary (the sweep emits nothing after it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
+                  end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Spans the reference's sweep gives zero-length events: (type, group, start, end) arrays.
+
+    Per event: `types` (EventType, < 0 not counted), `groups` (< 0: no step), `start` and
+    `end` in ps. Vectorised: one pass per event type that has an instant."""
+    counted = (types >= 0) & (groups >= 0)
+    instant = counted & (end == start)
+    empty = np.zeros(0, np.int64)
+    if not instant.any():
+        return empty, empty, empty, empty
+    ev = np.flatnonzero(counted)
+    ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
+    longer = ev_end > ev_start
+    # Times as ranks, so that (group, time) is one sortable int64 key.
+    times, inverse = np.unique(np.concatenate([ev_start, ev_end]), return_inverse=True)
+    per_group = len(times) + 1
+    start_key = ev_group * per_group + inverse[:len(ev)]
+    end_key = ev_group * per_group + inverse[len(ev):]
+    num_groups = int(ev_group.max()) + 1
+    last_key = np.full(num_groups, -1, np.int64)
+    np.maximum.at(last_key, ev_group, np.maximum(start_key, end_key))
+
+    out: list[tuple[np.ndarray, ...]] = []
+    is_instant = ~longer
+    for t in np.unique(ev_type[is_instant]):
+        queries = np.flatnonzero(is_instant & (ev_type == t))
+        x_key = start_key[queries]
+        # Covered: some longer event of type >= t has start <= x < end (same group: keys of
+        # other groups' intervals end below this group's first key).
+        cover = np.flatnonzero(longer & (ev_type >= t))
+        order = cover[np.argsort(start_key[cover], kind="stable")]
+        reach = np.maximum.accumulate(end_key[order]) if len(order) else order
+        at = np.searchsorted(start_key[order], x_key, side="right") - 1
+        covered = (at >= 0) & (np.append(reach, -1)[at] > x_key)
+        queries, x_key = queries[~covered], x_key[~covered]
+        if len(queries) == 0:
+            continue
+        q_group = ev_group[queries]
+        stop_key = np.minimum.reduce([
+            last_key[q_group],
+            _next_key(np.sort(end_key[longer & (ev_type == t)]), x_key, "right"),
+            _next_key(np.sort(start_key[ev_type > t]), x_key, "left"),
+        ])
+        # A candidate of a later group has a key beyond this group's last boundary, so the
+        # minimum with `last_key` keeps every span inside its own group.
+        stop_ps = times[stop_key - q_group * per_group]
+        x_ps = ev_start[queries]
+        keep = stop_ps > x_ps
+        out.append((np.full(int(keep.sum()), t, np.int64), q_group[keep], x_ps[keep],
+                    stop_ps[keep]))
+    if not out:
+        return empty, empty, empty, empty
+    span_type, group, begin_ps, end_ps = (np.concatenate(parts).astype(np.int64)
+                                          for parts in zip(*out, strict=True))
+    return span_type, group, begin_ps, end_ps
+
+
+def _next_key(sorted_keys: np.ndarray, query_key: np.ndarray, side: str) -> np.ndarray:
+    """Per query, the first key after it (`side="right"`) or at or after it ("left");
+    int64 max where there is none."""
+    at = np.searchsorted(sorted_keys, query_key, side=side)  # type: ignore[call-overload]
+    padded = np.append(sorted_keys, np.iinfo(np.int64).max)
+    return padded[at]
