@@ -47,12 +47,19 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
     ev = np.flatnonzero(counted)
     ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
     longer = ev_end > ev_start
-    # Times as ranks, so that (group, time) is one sortable int64 key.
-    times, inverse = np.unique(np.concatenate([ev_start, ev_end]), return_inverse=True)
-    per_group = len(times) + 1
-    start_key = ev_group * per_group + inverse[:len(ev)]
-    end_key = ev_group * per_group + inverse[len(ev):]
+    # (group, time) as one sortable int64 key: time offsets when they fit, else time ranks.
     num_groups = int(ev_group.max()) + 1
+    origin = int(ev_start.min())
+    per_group = int(ev_end.max()) - origin + 1
+    if per_group * (num_groups + 1) < 2**62:
+        times = None
+        start_key = ev_group * per_group + (ev_start - origin)
+        end_key = ev_group * per_group + (ev_end - origin)
+    else:
+        times, inverse = np.unique(np.concatenate([ev_start, ev_end]), return_inverse=True)
+        per_group = len(times) + 1
+        start_key = ev_group * per_group + inverse[:len(ev)]
+        end_key = ev_group * per_group + inverse[len(ev):]
     last_key = np.full(num_groups, -1, np.int64)
     np.maximum.at(last_key, ev_group, np.maximum(start_key, end_key))
 
@@ -79,7 +86,8 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
         ])
         # A candidate of a later group has a key beyond this group's last boundary, so the
         # minimum with `last_key` keeps every span inside its own group.
-        stop_ps = times[stop_key - q_group * per_group]
+        offset = stop_key - q_group * per_group
+        stop_ps = offset + origin if times is None else times[offset]
         x_ps = ev_start[queries]
         keep = stop_ps > x_ps
         out.append((np.full(int(keep.sum()), t, np.int64), q_group[keep], x_ps[keep],
