@@ -129,8 +129,10 @@ def _link(source_cols: tuple[np.ndarray, ...], target_cols: tuple[np.ndarray, ..
     return _Link(ids[:n], ids[n:], num_keys)
 
 
-def build_forest(table: EventTable) -> Forest:
-    nesting = compute_nesting(table.start_ps, table.end_ps, table.line_bounds)
+def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
+    """The forest of `table`'s events (`nesting`: the table's, when the caller has it)."""
+    if nesting is None:
+        nesting = compute_nesting(table.start_ps, table.end_ps, table.line_bounds)
     producer_group = table.int_stat("group_id")
     if np.any(producer_group >= 0):
         return _producer_forest(table, nesting, producer_group)

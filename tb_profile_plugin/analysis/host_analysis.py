@@ -18,6 +18,7 @@ that GPU's device events), for the pod viewer's per-core columns.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tb_profile_plugin.analysis.device_names import device_type_name
@@ -26,8 +27,9 @@ from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.execution_steps import execution_steps
 from tb_profile_plugin.analysis.forest import Forest, build_forest
 from tb_profile_plugin.analysis.jitted_functions import JittedFunction, jitted_functions
-from tb_profile_plugin.analysis.kernel_stats import KernelStats, build_kernel_stats
-from tb_profile_plugin.analysis.op_metrics import OpMetrics, build_op_metrics
+from tb_profile_plugin.analysis.kernel_stats import KernelStats
+from tb_profile_plugin.analysis.op_analysis import profile_ops
+from tb_profile_plugin.analysis.op_metrics import OpMetrics, compute_precision_ps
 from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
 from tb_profile_plugin.analysis.xla_executions import profile_executions
@@ -138,7 +140,10 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
         if from_executions is not None:
             steps, step_module = from_executions.steps, from_executions.module
             root_rule = EXECUTION_RULE
-    ops = build_op_metrics(forest, types)
+    op_analysis = profile_ops(profile)
+    compute16, compute32 = compute_precision_ps(table, types)
+    ops = dataclasses.replace(op_analysis.ops, compute_16bit_ps=compute16,
+                              compute_32bit_ps=compute32)
     has_tf_data = any(name.startswith("Iterator::") for name in table.names)
     core_steps = []
     for index, plane in enumerate(profile.planes):
@@ -156,7 +161,7 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
     return HostAnalysis(
         steps=steps, ops=ops, environment=_environment(profile), root_rule=root_rule,
         num_groups=forest.num_groups, has_device=has_device, has_tf_data=has_tf_data,
-        num_device_kernels=int(on_device.sum()), kernels=build_kernel_stats(table),
+        num_device_kernels=int(on_device.sum()), kernels=op_analysis.kernels,
         time_base_ns=time_base_ns(profile), core_steps=tuple(core_steps),
         framework=framework.framework, framework_evidence=framework.evidence,
         jitted=jitted_functions(forest, executions), step_module=step_module,

@@ -22,6 +22,7 @@ An op is eager when it runs under `EagerKernelExecute` and not under `ExecutorSt
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,11 +98,10 @@ _CATEGORY_NAMES = {
 }
 
 
-def _eager(table: EventTable, forest: Forest) -> np.ndarray:
+def _eager(table: EventTable, parent: np.ndarray) -> np.ndarray:
     """Per event: under EagerKernelExecute and not under ExecutorState::Process (same line)."""
     eager_root = table.event_mask(table.names_matching(lambda s: s == "EagerKernelExecute"))
     executor = table.event_mask(table.names_matching(lambda s: s == "ExecutorState::Process"))
-    parent = forest.nesting.parent
     return under(eager_root, parent) & ~under(executor, parent)
 
 
@@ -168,11 +168,28 @@ def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]
 
 
 def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
-    table = forest.table
+    """Op tables (`build_op_tables`) with the device compute precision of the grouped events."""
+    compute16, compute32 = compute_precision_ps(forest.table, event_types)
+    return dataclasses.replace(build_op_tables(forest.table, forest.nesting.parent),
+                               compute_16bit_ps=compute16, compute_32bit_ps=compute32)
+
+
+def compute_precision_ps(table: EventTable, event_types: np.ndarray) -> tuple[int, int]:
+    """Device time (ps) of 16-bit and of 32-bit compute, by the step analysis' event types."""
+    device_events = np.flatnonzero(table.on_device)
+    duration = table.duration_ps[device_events]
+    types = event_types[device_events]
+    return (int(duration[types == EventType.DEVICE_COMPUTE_16].sum()),
+            int(duration[types == EventType.DEVICE_COMPUTE_32].sum()))
+
+
+def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
+    """Host and device op tables of every event (`parent`: the events' nesting); no steps are
+    needed, and the compute precision is left 0 (`build_op_metrics` fills it)."""
     on_device = table.on_device
     parsed = [parse_op(n) for n in table.names]
     is_op_name = np.array([op.is_op for op in parsed], bool)
-    eager = _eager(table, forest)
+    eager = _eager(table, parent)
 
     # Host ops: events named like ops, plus events carrying a `tf_op` stat that names an op
     # (allocations inside the op): the reference counts those as zero-time runs of the op.
@@ -218,12 +235,7 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
 
     host = _with_xla_host_ops(table, host, ~on_device & ~is_host_op, eager)
     device, device_tf_ops, facts = _device_ops(table, on_device, eager)
-    device_events = np.flatnonzero(on_device)
-    compute16 = int(table.duration_ps[device_events][
-        event_types[device_events] == EventType.DEVICE_COMPUTE_16].sum())
-    compute32 = int(table.duration_ps[device_events][
-        event_types[device_events] == EventType.DEVICE_COMPUTE_32].sum())
-    return OpMetrics(host, device, device_tf_ops, compute16, compute32, facts)
+    return OpMetrics(host, device, device_tf_ops, 0, 0, facts)
 
 
 def _device_ops(table: EventTable, on_device: np.ndarray,

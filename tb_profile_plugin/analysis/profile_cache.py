@@ -8,9 +8,10 @@ its profile (the trace index does) forms a cycle the store breaks when it drops 
 `profile.derived.nbytes`, which the store counts in its memory bound (xspace/store.py): a
 profile whose views are built weighs what it really holds.
 
-`profile_forest(profile)` is the event table of all the profile's events and its event forest
+`profile_nested(profile)` is the event table of all the profile's events and their nesting
+(what the op tables need); `profile_forest(profile)` the event forest built on them
 (`forest.table`), which the host analysis, the trace, the memory profile and the tf.data
-analysis all start from.
+analysis start from.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.events import EventTable, build_event_table
 from tb_profile_plugin.analysis.forest import Forest, build_forest
+from tb_profile_plugin.analysis.nesting import Nesting, compute_nesting
 from tb_profile_plugin.xspace.model import Profile, result_nbytes
 
 T = TypeVar("T")
@@ -62,8 +65,27 @@ def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
     return cached
 
 
+@dataclass(frozen=True)
+class Nested:
+    """Every event of a profile and their nesting on their lines: what op tables need (no
+    steps), and what the forest starts from."""
+
+    table: EventTable
+    nesting: Nesting
+
+
+def _build_nested(profile: Profile) -> Nested:
+    table = build_event_table(profile)
+    return Nested(table, compute_nesting(table.start_ps, table.end_ps, table.line_bounds))
+
+
+#: The event table and nesting of `profile`.
+profile_nested = per_profile(_build_nested)
+
+
 def _build_forest(profile: Profile) -> Forest:
-    return build_forest(build_event_table(profile))
+    nested = profile_nested(profile)
+    return build_forest(nested.table, nested.nesting)
 
 
 #: The event forest over every event of `profile` (its table is `forest.table`).

@@ -18,6 +18,7 @@ from tb_profile_plugin.analysis.forest import PRODUCER_RULE
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze
 from tb_profile_plugin.analysis.host_pool import analyze_files
 from tb_profile_plugin.analysis.multi_host import MultiHost, alignment_diagnostics, combine
+from tb_profile_plugin.analysis.op_analysis import OpAnalysis, profile_ops
 from tb_profile_plugin.analysis.op_metrics import OpFacts
 from tb_profile_plugin.analysis.step_db import StepDb
 from tb_profile_plugin.tools.document import Diagnostics
@@ -40,6 +41,15 @@ def host_analyses(request: ViewRequest) -> dict[str, HostAnalysis]:
     if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
         return analyze_files({h: request.paths[h] for h in request.profiles})
     return {host: analyze(profile) for host, profile in request.profiles.items()}
+
+
+def op_analyses(request: ViewRequest) -> list[OpAnalysis | HostAnalysis]:
+    """What the op views (TensorFlow stats, kernel stats) need of every requested host: its
+    op tables and kernels, without steps (analysis/op_analysis.py); several hosts with files
+    go through the process pool's host analyses, which hold the same tables."""
+    if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
+        return list(host_analyses(request).values())
+    return [profile_ops(profile) for profile in request.profiles.values()]
 
 
 def single_host(request: ViewRequest, diagnostics: Diagnostics) -> tuple[str, HostAnalysis]:

@@ -23,7 +23,7 @@ from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.analysis_views import (
     fact_keys,
     has_host_events,
-    host_analyses,
+    op_analyses,
     profile_messages,
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
@@ -98,7 +98,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
     include_idle = _include_idle(request.params)
     profile_messages(request, diagnostics)
-    analyses = list(host_analyses(request).values())
+    analyses = op_analyses(request)  # op tables only: no steps are needed here
     has_device = any(a.has_device for a in analyses)
     device: list[dict[str, Any]] = []
     if has_device:

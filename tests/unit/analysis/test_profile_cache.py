@@ -19,9 +19,9 @@ def test_analyses_of_one_profile_share_one_forest(monkeypatch: pytest.MonkeyPatc
     built = []
     build = profile_cache.build_forest
 
-    def counting(table):  # type: ignore[no-untyped-def]
+    def counting(table, nesting=None):  # type: ignore[no-untyped-def]
         built.append(table)
-        return build(table)
+        return build(table, nesting)
 
     monkeypatch.setattr(profile_cache, "build_forest", counting)
     profile = decode_xspace(memory_profile_bytes())
