@@ -2,18 +2,28 @@
 
 Where: `$TB_PROFILE_CACHE_DIR` if set, else `$XDG_CACHE_HOME/tb_profile_plugin`, else
 `~/.cache/tb_profile_plugin`; never the user's logdir. Set `TB_PROFILE_CACHE_DIR=off` to disable.
+The directory must belong to the user running the plugin and must not be world-writable;
+otherwise caching is switched off with a warning (it is created with mode 0700).
 
 Key: the source's path, size and modification time, and `schema.FORMAT_VERSION`; any change to
 one of them is a miss, and the stale entry is simply overwritten later.
 
-File format (one file per profile, written to a temporary name and renamed into place):
+File format (one file per profile, written to a temporary `.tmp-*` name and renamed into place;
+temporary files left by a killed writer are removed after an hour):
 
-    b"TBPCOLS1" | header length (uint64 LE) | header (JSON) | arrays, each 64-byte aligned
+    b"TBPCOLS2" | MAC (32 bytes) | header length (uint64 LE) | header (JSON) | arrays, each
+    64-byte aligned
 
 The header holds the profile's structure as a small JSON tree in which every numpy array is a
-reference `{"@a": index}` into the array list `[dtype, shape, offset]`. Loading maps the file
-and wraps each array with `numpy.frombuffer` on the map: no copy, no parsing of the columns.
-Nothing is unpickled; a damaged or foreign cache file is a miss.
+reference `{"@a": index}` into the array list `[dtype, shape, offset]`. The MAC is
+HMAC-SHA256, keyed by the cache directory's own secret (`.secret`, 32 random bytes, mode 0600,
+made on first use), over the entry's key and every byte after the MAC: a file that someone
+else wrote, damaged, truncated or renamed from another key is a miss. Loading opens without
+blocking (a FIFO or device at the path is a miss, never a hang), reads the whole regular file
+into memory (so a later truncation of the file cannot fault the process, as a mapping would),
+checks the MAC, then wraps each array with `numpy.frombuffer` (read-only, no parsing of the
+columns) and checks that the columns fit together. Nothing is unpickled. Any failure is a miss:
+the file is removed and the profile decoded and cached again.
 """
 
 from __future__ import annotations
@@ -21,24 +31,36 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import hmac
 import json
 import logging
-import mmap
+import math
 import os
+import secrets
+import stat
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tb_profile_plugin.xspace import model
-from tb_profile_plugin.xspace.schema import FORMAT_VERSION
+from tb_profile_plugin.xspace.schema import FORMAT_VERSION, StatKind
 
 logger = logging.getLogger(__name__)
 
 CACHE_DIR_ENV = "TB_PROFILE_CACHE_DIR"
-_MAGIC = b"TBPCOLS1"
+_MAGIC = b"TBPCOLS2"
+_MAC_BYTES = 32
+_PREFIX_BYTES = len(_MAGIC) + _MAC_BYTES + 8  # magic, MAC, header length
 _ALIGN = 64
+_SECRET_NAME = ".secret"
+_SECRET_BYTES = 32
+_TMP_PREFIX = ".tmp-"
+#: A temporary file older than this was left by a writer that died.
+STALE_TMP_S = 3600.0
 _TYPES = {
     cls.__name__: cls
     for cls in (
@@ -55,6 +77,138 @@ def cache_dir() -> Path | None:
         return None if configured.lower() in ("off", "0", "none") else Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "tb_profile_plugin"
+
+
+class _Refused(Exception):
+    """The cache directory is unsafe or unusable: caching is off for it."""
+
+
+_state_lock = threading.Lock()
+_secrets: dict[str, bytes] = {}  # checked directory -> its secret
+_warned: set[str] = set()
+
+
+def _warn_once(directory: Path, message: str) -> None:
+    with _state_lock:
+        if str(directory) in _warned:
+            return
+        _warned.add(str(directory))
+    logger.warning("%s; the profile cache is off for this directory", message)
+
+
+def open_regular(path: Path | str) -> int | None:
+    """A file descriptor on `path` opened for reading without blocking and without following a
+    final symlink, or None when it is absent or not a regular file owned by this user (a FIFO,
+    a device, a directory, a link: none of them is ever read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        return None
+    return fd
+
+
+def _read_all(fd: int, size: int) -> bytearray | None:
+    """Exactly `size` bytes of `fd` into memory, or None when the file is shorter or longer."""
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    done = 0
+    while done < size:
+        got = os.readv(fd, [view[done:]])
+        if got == 0:
+            return None  # truncated since fstat
+        done += got
+    if os.read(fd, 1):
+        return None  # grew since fstat
+    return buffer
+
+
+def _checked_dir(directory: Path) -> bytes:
+    """The directory's secret, after checking that the directory is safe (owned by this user,
+    not world-writable, a real directory); raises _Refused otherwise. Creates the directory
+    (0700) and its secret on first use, and removes stale temporary files once per process."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.stat(directory)
+    except OSError as exc:
+        raise _Refused(f"profile cache directory {directory} is unusable: {exc}") from exc
+    if not stat.S_ISDIR(info.st_mode):
+        raise _Refused(f"profile cache directory {directory} is not a directory")
+    if info.st_uid != os.geteuid():
+        raise _Refused(f"profile cache directory {directory} belongs to another user "
+                       f"(uid {info.st_uid}); set {CACHE_DIR_ENV} to a directory of your own")
+    if info.st_mode & stat.S_IWOTH:
+        raise _Refused(f"profile cache directory {directory} is world-writable (mode "
+                       f"{stat.S_IMODE(info.st_mode):o}); run chmod 700 on it or set "
+                       f"{CACHE_DIR_ENV} to a private directory")
+    with _state_lock:
+        known = _secrets.get(str(directory))
+    if known is not None and _read_secret(directory) == known:
+        return known
+    _remove_stale_tmp(directory)
+    secret = _read_secret(directory) or _new_secret(directory)
+    with _state_lock:
+        _secrets[str(directory)] = secret
+    return secret
+
+
+def _read_secret(directory: Path) -> bytes | None:
+    fd = open_regular(directory / _SECRET_NAME)
+    if fd is None:
+        return None
+    try:
+        info = os.fstat(fd)
+        if info.st_size != _SECRET_BYTES or stat.S_IMODE(info.st_mode) & 0o077:
+            return None  # damaged, or readable by others: replaced
+        data = _read_all(fd, _SECRET_BYTES)
+        return bytes(data) if data is not None else None
+    finally:
+        os.close(fd)
+
+
+def _new_secret(directory: Path) -> bytes:
+    """Writes a new secret (entries keyed by an old one become misses); the first of two
+    racing writers wins and both use its secret."""
+    path = directory / _SECRET_NAME
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=_TMP_PREFIX, suffix=".secret")
+        try:
+            os.write(fd, secrets.token_bytes(_SECRET_BYTES))
+        finally:
+            os.close(fd)
+        if os.path.lexists(path):
+            with contextlib.suppress(FileNotFoundError):
+                if os.path.isdir(path) and not os.path.islink(path):
+                    os.rmdir(path)
+                else:
+                    os.unlink(path)
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp_name, path)
+        os.unlink(tmp_name)
+    except OSError as exc:
+        raise _Refused(f"cannot write the profile cache's secret in {directory}: {exc}") from exc
+    secret = _read_secret(directory)
+    if secret is None:
+        raise _Refused(f"the profile cache's secret {path} cannot be read back")
+    return secret
+
+
+def _remove_stale_tmp(directory: Path) -> None:
+    cutoff = time.time() - STALE_TMP_S
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if not entry.name.startswith(_TMP_PREFIX):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+
+
+def _mac(secret: bytes, key: str) -> hmac.HMAC:
+    return hmac.new(secret, key.encode("utf-8") + b"\0", hashlib.sha256)
 
 
 def cache_key(source: str, size_bytes: int, mtime_ns: int) -> str:
@@ -81,7 +235,10 @@ def _flatten(obj: Any, arrays: list[np.ndarray]) -> Any:
 def _unflatten(tree: Any, arrays: list[np.ndarray]) -> Any:
     if isinstance(tree, dict):
         if "@a" in tree:
-            return arrays[tree["@a"]]
+            index = tree["@a"]
+            if type(index) is not int or not 0 <= index < len(arrays):
+                raise ValueError(f"array reference {index!r} out of range")
+            return arrays[index]
         cls = _TYPES[tree["@t"]]
         return cls(**{k: _unflatten(v, arrays) for k, v in tree["f"].items()})
     if isinstance(tree, list):
@@ -89,10 +246,81 @@ def _unflatten(tree: Any, arrays: list[np.ndarray]) -> Any:
     return tree
 
 
+#: Per columnar type, the array fields that hold one entry per row (equal lengths).
+_SAME_LENGTH = {
+    model.EventColumns: ("metadata_id", "start_ps", "duration_ps", "num_occurrences"),
+    model.StatColumns: ("row", "metadata_id", "kind", "value", "length"),
+    model.StatMetadataTable: ("ids", "names", "descriptions"),
+    model.EventMetadataTable: ("ids", "names", "display_names", "metadata"),
+}
+
+
+def _check(obj: Any) -> None:
+    """Raises ValueError unless the loaded columns fit together (equal row counts, string
+    offsets inside their blob, one child offset per metadata row and one more)."""
+    if isinstance(obj, list):
+        for item in obj:
+            _check(item)
+        return
+    if not dataclasses.is_dataclass(obj):
+        return
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(f.type, str) and not _type_ok(value, f.type):
+            raise ValueError(f"{type(obj).__name__}.{f.name} is not a {f.type}")
+        if isinstance(value, np.ndarray) and value.ndim != 1:
+            raise ValueError(f"{type(obj).__name__}.{f.name} is not one-dimensional")
+        _check(value)
+    lengths = {len(getattr(obj, name)) for name in _SAME_LENGTH.get(type(obj), ())
+               if getattr(obj, name) is not None}
+    if len(lengths) > 1:
+        raise ValueError(f"{type(obj).__name__} columns of different lengths {sorted(lengths)}")
+    if isinstance(obj, model.StringTable):
+        offsets = obj.offsets
+        if (len(offsets) == 0 or offsets[0] != 0 or np.any(np.diff(offsets) < 0)
+                or offsets[-1] > len(obj.blob)):
+            raise ValueError("string offsets outside their blob")
+    if isinstance(obj, model.StatColumns):
+        text = np.isin(obj.kind, (StatKind.STR, StatKind.BYTES))
+        starts, ends = obj.value[text], obj.value[text] + obj.length[text]
+        if np.any(starts < 0) or np.any(ends < starts) or np.any(ends > len(obj.strings)):
+            raise ValueError("stat strings outside their blob")
+    if isinstance(obj, model.EventMetadataTable):
+        if len(obj.child_offsets) != len(obj.ids) + 1:
+            raise ValueError("child offsets do not match the metadata rows")
+        _check_rows(obj.stats, len(obj.ids))
+    if isinstance(obj, model.Line):
+        _check_rows(obj.stats, len(obj.events))
+
+
+def _type_ok(value: Any, annotation: str) -> bool:
+    """Whether `value` has the field's declared type (`int`, `str`, `np.ndarray`, a model
+    class, `list[...]` of them, `... | None`); other annotations are not checked."""
+    if annotation.endswith(" | None"):
+        if value is None:
+            return True
+        annotation = annotation.removesuffix(" | None")
+    if annotation.startswith("list[") and annotation.endswith("]"):
+        return isinstance(value, list) and all(_type_ok(v, annotation[5:-1]) for v in value)
+    expected = {"int": int, "str": str, "np.ndarray": np.ndarray}.get(annotation) or _TYPES.get(
+        annotation)
+    return expected is None or (isinstance(value, expected) and not isinstance(value, bool))
+
+
+def _check_rows(stats: model.StatColumns, num_rows: int) -> None:
+    if len(stats.row) and (int(stats.row.min()) < 0 or int(stats.row.max()) >= num_rows):
+        raise ValueError("stats of rows that do not exist")
+
+
 def save(profile: model.Profile, key: str, directory: Path | None = None) -> Path | None:
     """Write `profile` under `key`; returns the file, or None when it could not be written."""
     directory = directory or cache_dir()
     if directory is None:
+        return None
+    try:
+        secret = _checked_dir(directory)
+    except _Refused as exc:
+        _warn_once(directory, str(exc))
         return None
     arrays: list[np.ndarray] = []
     tree = _flatten(dataclasses.replace(profile, decoder="cache"), arrays)
@@ -102,18 +330,26 @@ def save(profile: model.Profile, key: str, directory: Path | None = None) -> Pat
         table.append((array.dtype.str, list(array.shape), offset))
         offset += -(-array.nbytes // _ALIGN) * _ALIGN
     header = json.dumps({"version": FORMAT_VERSION, "tree": tree, "arrays": table}).encode()
-    data_start = -(-(len(_MAGIC) + 8 + len(header)) // _ALIGN) * _ALIGN
+    data_start = -(-(_PREFIX_BYTES + len(header)) // _ALIGN) * _ALIGN
+    mac = _mac(secret, key)
     tmp_name = ""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".tbpc")
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=_TMP_PREFIX, suffix=".tbpc")
         with os.fdopen(fd, "wb") as out:
-            out.write(_MAGIC + len(header).to_bytes(8, "little") + header)
-            out.write(b"\0" * (data_start - out.tell()))
-            for array, (_, _, array_offset) in zip(arrays, table, strict=True):
-                out.seek(data_start + array_offset)
-                out.write(np.ascontiguousarray(array).tobytes())
-            out.truncate(data_start + offset)
+
+            def write(chunk: bytes) -> None:
+                mac.update(chunk)
+                out.write(chunk)
+
+            out.write(_MAGIC + b"\0" * _MAC_BYTES)
+            write(len(header).to_bytes(8, "little") + header)
+            write(b"\0" * (data_start - _PREFIX_BYTES - len(header)))
+            for array in arrays:
+                data = np.ascontiguousarray(array).tobytes()
+                write(data)
+                write(b"\0" * (-len(data) % _ALIGN))
+            out.seek(len(_MAGIC))
+            out.write(mac.digest())
         final = directory / f"{key}.tbpc"
         os.replace(tmp_name, final)
         return final
@@ -126,32 +362,75 @@ def save(profile: model.Profile, key: str, directory: Path | None = None) -> Pat
 
 
 def load(key: str, directory: Path | None = None) -> model.Profile | None:
-    """The cached profile for `key`, or None on a miss (absent, old format, or damaged)."""
+    """The cached profile for `key`, or None on a miss: absent, old format, written by someone
+    else, damaged, not a regular file. A file that is there but not a valid entry is removed."""
     directory = directory or cache_dir()
     if directory is None:
         return None
+    try:
+        secret = _checked_dir(directory)
+    except _Refused as exc:
+        _warn_once(directory, str(exc))
+        return None
     path = directory / f"{key}.tbpc"
-    try:
-        with open(path, "rb") as handle:
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+    fd = open_regular(path)
+    if fd is None:
+        if os.path.lexists(path):
+            logger.warning("ignoring profile cache entry %s: not a regular file of this user",
+                           path)
+            _remove(path)
         return None
     try:
-        if mapped[: len(_MAGIC)] != _MAGIC:
-            return None
-        header_len = int.from_bytes(mapped[8:16], "little")
-        header = json.loads(mapped[16 : 16 + header_len])
-        if header.get("version") != FORMAT_VERSION:
-            return None
-        data_start = -(-(16 + header_len) // _ALIGN) * _ALIGN
-        arrays = []
-        for dtype_str, shape, offset in header["arrays"]:
-            dtype = np.dtype(dtype_str)
-            count = int(np.prod(shape)) if shape else 1
-            arrays.append(
-                np.frombuffer(mapped, dtype, count, data_start + offset).reshape(shape)
-            )
-        return _unflatten(header["tree"], arrays)
-    except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
-        logger.warning("ignoring damaged profile cache %s: %s", path, exc)
+        data = _read_all(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    try:
+        if data is None:
+            raise ValueError("the file changed while it was read")
+        return _parse(data, secret, key)
+    except Exception as exc:  # noqa: BLE001 - whatever a damaged file does, it is a miss
+        logger.warning("ignoring damaged profile cache entry %s: %s: %s", path,
+                       type(exc).__name__, exc)
+        _remove(path)
         return None
+
+
+def _parse(data: bytearray, secret: bytes, key: str) -> model.Profile:
+    """The profile in one entry's bytes; raises on any damage."""
+    if len(data) < _PREFIX_BYTES or data[: len(_MAGIC)] != _MAGIC:
+        raise ValueError("not a profile cache entry of this format")
+    view = memoryview(data)
+    mac = _mac(secret, key)
+    mac.update(view[len(_MAGIC) + _MAC_BYTES :])
+    if not hmac.compare_digest(mac.digest(), bytes(view[len(_MAGIC) : len(_MAGIC) + _MAC_BYTES])):
+        raise ValueError("MAC mismatch (damaged, or written by someone else or for another key)")
+    header_len = int.from_bytes(view[_PREFIX_BYTES - 8 : _PREFIX_BYTES], "little")
+    header = json.loads(bytes(view[_PREFIX_BYTES : _PREFIX_BYTES + header_len]))
+    if header.get("version") != FORMAT_VERSION:
+        raise ValueError(f"format version {header.get('version')!r}")
+    data_start = -(-(_PREFIX_BYTES + header_len) // _ALIGN) * _ALIGN
+    arrays = []
+    for dtype_str, shape, offset in header["arrays"]:
+        dtype = np.dtype(dtype_str)
+        if dtype.hasobject or any(type(n) is not int or n < 0 for n in shape):
+            raise ValueError(f"array {dtype_str} {shape} cannot be in a cache entry")
+        count = math.prod(shape)
+        start = data_start + offset
+        if type(offset) is not int or offset < 0 or start + count * dtype.itemsize > len(data):
+            raise ValueError("array outside the file")
+        array = np.frombuffer(data, dtype, count, start).reshape(shape)
+        array.flags.writeable = False
+        arrays.append(array)
+    profile = _unflatten(header["tree"], arrays)
+    if not isinstance(profile, model.Profile):
+        raise ValueError(f"the entry holds a {type(profile).__name__}, not a Profile")
+    _check(profile)
+    return profile
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.rmdir(path)  # an empty directory at the path; a full one stays (and misses)
+        else:
+            os.unlink(path)
