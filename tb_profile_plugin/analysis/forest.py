@@ -3,9 +3,10 @@
 Follows the profiler's grouping rules (xprof_reference.md §3.2), vectorised:
 
 * Edges. Nesting on a line (parent encloses child; `_a=1` events are async and not nested);
-  thread-pool regions (top-level events between `ThreadpoolListener::StartRegion` and the
-  next `StopRegion` on a line are children of the StartRegion);
-  producer -> consumer across threads (`_pt`/`_p` matches `_ct`/`_c`);
+  producer -> consumer across threads (`_pt`/`_p` matches `_ct`/`_c`, ids compared as
+  written: 64-bit flow ids are often negative). As in the reference, a thread-pool region
+  nests nothing: the zero-length `ThreadpoolListener::StartRegion` (a consumer) joins the step,
+  the work the pool runs after it does not;
   `ExecutorState::Process` -> `IteratorGetNextOp::DoCompute` on (`id`, `iter_num`);
   host kernel launch -> device kernel on `correlation_id`; a launch on a tracer line that
   nothing else reached takes the step whose root spans it (`_adopt_tracer_launches`).
@@ -53,9 +54,9 @@ KERAS_STEP_PATTERN = re.compile(r"step_on_iterator")
 EXECUTOR_PROCESS = "ExecutorState::Process"
 ITERATOR_GET_NEXT_COMPUTE = "IteratorGetNextOp::DoCompute"
 FUNCTION_RUN = "FunctionRun"
-REGION_START = "ThreadpoolListener::StartRegion"
-REGION_STOP = "ThreadpoolListener::StopRegion"
 TF_DATA_FUNCTION_PREFIX = "InstantiatedCapturedFunction::Run"
+#: "No such stat" in link columns (a real id may be any 64-bit value, negative included).
+_ABSENT = np.iinfo(np.int64).min
 #: Root rule of files the producer grouped before writing (`group_id` stats).
 PRODUCER_RULE = "producer"
 
@@ -76,11 +77,13 @@ class Forest:
         return len(self.root_event)
 
 
-def _key_ids(*columns: np.ndarray) -> np.ndarray:
-    """Dense ids of the tuples of `columns` (rows where any column is -1 get -1)."""
-    valid = np.ones(len(columns[0]), bool)
-    for col in columns:
-        valid &= col >= 0
+def _key_ids(*columns: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """Dense ids of the tuples of `columns`; rows not `valid` get -1 (default: rows where any
+    column is negative)."""
+    if valid is None:
+        valid = np.ones(len(columns[0]), bool)
+        for col in columns:
+            valid &= col >= 0
     ids = np.full(len(valid), -1, np.int64)
     rows = np.flatnonzero(valid)
     if len(rows) == 0:
@@ -124,7 +127,7 @@ def _link(source_cols: tuple[np.ndarray, ...], target_cols: tuple[np.ndarray, ..
     n = len(source_mask)
     both = [np.concatenate([s, t]) for s, t in zip(source_cols, target_cols, strict=True)]
     mask = np.concatenate([source_mask, target_mask])
-    ids = _key_ids(*[np.where(mask, col, -1) for col in both])
+    ids = _key_ids(*both, valid=mask)  # ids may be negative (64-bit flow ids): keyed as given
     num_keys = int(ids.max()) + 1 if len(ids) and ids.max() >= 0 else 0
     return _Link(ids[:n], ids[n:], num_keys)
 
@@ -140,7 +143,6 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
     is_async = table.int_stat("_a", 0) > 0
     parent = np.where(is_async, -1, nesting.parent)
 
-    region_parent, region_child = _threadpool_regions(table, parent)
     links = _cross_thread_links(table)
     roots, rule = _find_roots(table, nesting)
     extra_children = np.zeros(0, np.int64)
@@ -158,13 +160,7 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
 
     down = _top_down(parent, nesting.depth)
     for _ in range(64):  # chains of cross-thread hops are short; 64 is a safety bound
-        changed = False
-        proposed = group[region_parent]
-        better = proposed < group[region_child]
-        if better.any():
-            group[region_child[better]] = proposed[better]
-            changed = True
-        changed |= down(group)
+        changed = down(group)
         for link in links:
             changed |= link.apply(group)
         if not changed:
@@ -276,57 +272,30 @@ def _trailing_number(text: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def _threadpool_regions(table: EventTable, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Work a thread pool runs between the zero-length `ThreadpoolListener::StartRegion` and
-    the next `StopRegion` on the same line belongs to the StartRegion (which is the consumer of
-    the `ThreadpoolListener::Record` that queued it). Returns (StartRegion, child) edges for
-    the top-level events inside each region."""
-    start_mask = table.event_mask(table.names_matching(lambda s: s == REGION_START))
-    if not start_mask.any():
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    stop_mask = table.event_mask(table.names_matching(lambda s: s == REGION_STOP))
-    parents: list[np.ndarray] = []
-    children: list[np.ndarray] = []
-    for k in range(len(table.lines)):
-        lo, hi = int(table.line_bounds[k]), int(table.line_bounds[k + 1])
-        starts = lo + np.flatnonzero(start_mask[lo:hi])
-        if len(starts) == 0:
-            continue
-        stops = lo + np.flatnonzero(stop_mask[lo:hi])
-        starts = starts[np.argsort(table.start_ps[starts], kind="stable")]
-        stop_times = np.sort(table.start_ps[stops])
-        at = np.searchsorted(stop_times, table.start_ps[starts], "left")
-        region_end = np.where(at < len(stop_times),
-                              stop_times[np.minimum(at, max(len(stop_times) - 1, 0))]
-                              if len(stop_times) else 0, np.iinfo(np.int64).max)
-        top = lo + np.flatnonzero((parent[lo:hi] < 0) & ~start_mask[lo:hi] & ~stop_mask[lo:hi])
-        which = np.searchsorted(table.start_ps[starts], table.start_ps[top], "right") - 1
-        inside = which >= 0
-        inside[inside] = table.start_ps[top[inside]] < region_end[which[inside]]
-        parents.append(starts[which[inside]])
-        children.append(top[inside])
-    if not parents:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(parents), np.concatenate(children)
-
-
 def _cross_thread_links(table: EventTable) -> list[_Link]:
+    """Producer -> consumer, executor -> GetNext and launch -> kernel links. Ids are matched as
+    written: flow ids are 64-bit and often negative, so presence (not sign) says a stat is
+    there."""
     links: list[_Link] = []
-    producer_type, producer_id = table.int_stat("_pt"), table.int_stat("_p")
-    consumer_type, consumer_id = table.int_stat("_ct"), table.int_stat("_c")
+
+    def stat(name: str) -> np.ndarray:
+        return table.int_stat(name, _ABSENT)
+
+    producer_type, producer_id = stat("_pt"), stat("_p")
+    consumer_type, consumer_id = stat("_ct"), stat("_c")
     links.append(_link((producer_type, producer_id), (consumer_type, consumer_id),
-                       (producer_type >= 0) & (producer_id >= 0),
-                       (consumer_type >= 0) & (consumer_id >= 0)))
-    step_id, iter_num = table.int_stat("id"), table.int_stat("iter_num")
+                       (producer_type != _ABSENT) & (producer_id != _ABSENT),
+                       (consumer_type != _ABSENT) & (consumer_id != _ABSENT)))
+    step_id, iter_num = stat("id"), stat("iter_num")
     executor = table.event_mask(table.names_matching(lambda s: s == EXECUTOR_PROCESS))
     get_next = table.event_mask(table.names_matching(
         lambda s: s.startswith(ITERATOR_GET_NEXT_COMPUTE)))
     if executor.any() and get_next.any():
+        keyed = (step_id != _ABSENT) & (iter_num != _ABSENT)
         links.append(_link((step_id, iter_num), (step_id, iter_num),
-                           executor & (step_id >= 0) & (iter_num >= 0),
-                           get_next & (step_id >= 0) & (iter_num >= 0)))
-    correlation = table.int_stat("correlation_id")
-    has_corr = correlation >= 0
+                           executor & keyed, get_next & keyed))
+    correlation = stat("correlation_id")
+    has_corr = correlation != _ABSENT
     if has_corr.any():
         on_device = np.array([p.name.startswith("/device:") for p in table.profile.planes]
                              + [False])[table.plane_index]

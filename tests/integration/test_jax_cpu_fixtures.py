@@ -53,8 +53,6 @@ def test_steps_are_the_references() -> None:
     assert doc["top_device_ops"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="the forest lets XLA thunks inside ThreadpoolListener "
-                   "regions join the step; the reference never does (docs/analysis.md)")
 def test_host_compute_per_step_is_the_references() -> None:
     """Host compute and all others per step, to the nanosecond: python-thread events of the
     step plus the span a zero-length `StartRegion` of the XLA run keeps open until the next

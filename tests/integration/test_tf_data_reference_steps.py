@@ -4,13 +4,9 @@ tests/data/reference/xprof_2.24.2_tfdata_steps.json holds xprof 2.24.2's step ro
 fixtures `tfdata_{map_seq,map_parallel,interleave,cache,batch_map,py_function}`
 (scripts/make_fixtures.py; tests/data/README.md). Every step and every category of our
 overview must equal the reference's to the nanosecond (1e-6 ms), and so must the input
-pipeline analyzer's step rows.
-
-`tfdata_map_seq` still differs in host compute vs all others (0.10 ms a step on average):
-the event forest lets work inside `ThreadpoolListener` regions join the step, which the
-reference never does, and it drops flow ids that are negative as int64. The fix belongs to
-analysis/forest.py (docs/analysis.md "Which events a step counts"); the test is a strict
-xfail so that it fails, and is turned back on, the day the forest follows the reference.
+pipeline analyzer's step rows. (`tfdata_map_seq` pins the forest's rules that thread-pool
+regions nest nothing and negative flow ids link: docs/analysis.md "Which events a step
+counts".)
 """
 
 from __future__ import annotations
@@ -31,18 +27,9 @@ CATEGORY_KEYS = {  # reference key -> our category
     "kernel_launch_ms": "kernel_launch", "input_ms": "input", "output_ms": "output",
     "compile_ms": "compilation", "all_others_ms": "all_others",
 }
-#: Captures whose host compute still differs from the reference's (see the module docstring).
-FOREST_DIFFERENCE = {"tfdata_map_seq"}
-
 
 def _doc(view: str, name: str) -> dict[str, Any]:
     return build_view(view, DATA_DIR / REFERENCE[name]["xplane"])
-
-
-def _params(names: list[str]) -> list[Any]:
-    return [pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, reason="forest groups thread-pool region work (docs/analysis.md)"))
-        if name in FOREST_DIFFERENCE else name for name in names]
 
 
 ALL = sorted(REFERENCE)
@@ -65,7 +52,7 @@ def test_same_steps_and_step_times(name: str) -> None:
         assert ours["breakdown_ms"]["input"] == pytest.approx(theirs["input_ms"], abs=ONE_NS_MS)
 
 
-@pytest.mark.parametrize("name", _params(ALL))
+@pytest.mark.parametrize("name", ALL)
 def test_breakdown_per_step_equals_the_references(name: str) -> None:
     ref = REFERENCE[name]["steps"]
     for view in ("overview_page", "input_pipeline_analyzer"):

@@ -37,7 +37,7 @@ def test_nesting_is_per_line() -> None:
     assert nesting.parent.tolist() == [-1, 0, -1]
 
 
-def test_groups_follow_producer_consumer_and_regions() -> None:
+def test_groups_follow_producer_consumer_not_regions() -> None:
     b = XSpaceBuilder()
     cpu = b.plane("/host:CPU")
     py = cpu.line("python", line_id=1)
@@ -61,9 +61,32 @@ def test_groups_follow_producer_consumer_and_regions() -> None:
     assert by_name["train"] == [0, 1]
     assert by_name["FunctionRun"] == [0, 1]  # a root inside an earlier root joins its group
     assert by_name["op:MatMul"] == [0, 1]
-    assert by_name["region_work:AddV2"] == [0, 1]
+    # As in the reference: the region's StartRegion (a consumer of the Record) joins the step;
+    # the work the pool runs after it nests in nothing and joins no step.
+    assert by_name["ThreadpoolListener::StartRegion"] == [0, 1]
+    assert by_name["region_work:AddV2"] == [-1, -1]
     assert by_name["stray:Identity"] == [-1]
     assert forest.step_num.tolist() == [7, 8]
+
+
+def test_negative_flow_ids_link_like_any_other() -> None:
+    """`_p`/`_c` are 64-bit ids and often negative as int64: a negative id still links."""
+    b = XSpaceBuilder()
+    cpu = b.plane("/host:CPU")
+    py = cpu.line("python", line_id=1)
+    worker = cpu.line("tf_Compute", line_id=2)
+    for step in range(2):
+        t = step * 1000
+        py.event("train", t, 900, step_num=step, _r=1)
+        py.event("FunctionRun", t + 10, 800, _pt=1, _p=-(2**62) - step)
+        worker.event("ExecutorState::Process", t + 20, 300, _ct=1, _c=-(2**62) - step)
+        worker.event("op:MatMul", t + 30, 100)
+    table, forest = _forest(b)
+    groups = {_name(table, i): [] for i in range(len(table))}
+    for i in range(len(table)):
+        groups[_name(table, i)].append(int(forest.group_id[i]))
+    assert groups["ExecutorState::Process"] == [0, 1]
+    assert groups["op:MatMul"] == [0, 1]
 
 
 def test_keras_steps_without_markers() -> None:
