@@ -19,11 +19,25 @@ Retries follow the reference: when no address returned any trace (an empty trace
 transient gRPC failure), the whole capture runs again, up to `num_retry` more times. Each RPC
 has a deadline of delay + duration + a margin. Every failure becomes one sentence saying what
 happened and what to do; nothing here imports TensorFlow.
+
+Limits: an answer larger than `TB_PROFILE_CAPTURE_MAX_BYTES` (default 1 GiB; `--max-bytes` on
+the command line) is refused by gRPC from its declared length, before it is buffered, and the
+failure names the limit. A capture that fails leaves nothing behind: the directories it
+created (session, `plugins/profile`, the run, the logdir itself) are removed again, and a
+trace file that could not be written completely is deleted.
+
+`request_host_allowed` is the capture route's defence against DNS rebinding: a page on
+`rebind.evil.example` whose name later resolves to 127.0.0.1 is "same-origin" for the browser,
+but its requests carry `Host: rebind.evil.example`; only the address TensorBoard listens on,
+localhost names, IP literals, this machine's own names and `TB_PROFILE_CAPTURE_HOSTS` may
+capture.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import functools
+import ipaddress
 import os
 import re
 import socket
@@ -51,6 +65,16 @@ MAX_DELAY_MS = 10 * 60 * 1000
 MAX_RETRY = 10
 #: Added to delay + duration for each RPC's deadline: time to stop tracers and send the trace.
 MIN_DEADLINE_MARGIN_MS = 20_000
+#: The largest trace (XSpace) a capture accepts, in bytes; environment variable and default.
+MAX_XSPACE_BYTES_ENV = "TB_PROFILE_CAPTURE_MAX_BYTES"
+DEFAULT_MAX_XSPACE_BYTES = 2**30
+#: gRPC caps one message at 2 GiB - 1; room is left for the answer's other fields.
+_GRPC_MESSAGE_LIMIT = 2**31 - 1
+_ANSWER_OVERHEAD_BYTES = 2**20
+#: Host names (besides localhost names and IP literals) allowed to send captures, comma-separated;
+#: `*` allows any (behind a proxy that checks who asks).
+ALLOWED_HOSTS_ENV = "TB_PROFILE_CAPTURE_HOSTS"
+_LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 _SESSION_FORMAT = "%Y_%m_%d_%H_%M_%S"
 _ADDRESS = re.compile(
     r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?):(?P<port>\d{1,5})$"
@@ -73,6 +97,8 @@ class CaptureOptions:
     max_events: int = MAX_EVENTS
     #: Added to delay + duration for each RPC's deadline; None: max(20 s, duration).
     deadline_margin_ms: int | None = None
+    #: The largest trace accepted from one server; None: $TB_PROFILE_CAPTURE_MAX_BYTES or 1 GiB.
+    max_xspace_bytes: int | None = None
 
     def __post_init__(self) -> None:
         _check_range("duration", self.duration_ms, 1, MAX_DURATION_MS, " ms")
@@ -82,6 +108,23 @@ class CaptureOptions:
         _check_range("python_tracer_level", self.python_tracer_level, 0, 1)
         _check_range("delay", self.delay_ms, 0, MAX_DELAY_MS, " ms")
         _check_range("max_events", self.max_events, 1, 10**9)
+        if self.max_xspace_bytes is not None:
+            _check_range("max_xspace_bytes", self.max_xspace_bytes, 1,
+                         _GRPC_MESSAGE_LIMIT - _ANSWER_OVERHEAD_BYTES, " bytes")
+
+    @property
+    def xspace_limit_bytes(self) -> int:
+        """`max_xspace_bytes`, else $TB_PROFILE_CAPTURE_MAX_BYTES, else 1 GiB."""
+        if self.max_xspace_bytes is not None:
+            return self.max_xspace_bytes
+        text = os.environ.get(MAX_XSPACE_BYTES_ENV, "").strip()
+        if not text:
+            return DEFAULT_MAX_XSPACE_BYTES
+        high = _GRPC_MESSAGE_LIMIT - _ANSWER_OVERHEAD_BYTES
+        if not text.isdigit() or not 1 <= int(text) <= high:
+            raise BadRequest(f"{MAX_XSPACE_BYTES_ENV}={text!r} must be a whole number of bytes "
+                             f"from 1 to {high}")
+        return int(text)
 
     @property
     def deadline_s(self) -> float:
@@ -209,36 +252,50 @@ def capture(
     except ImportError as exc:  # pragma: no cover - grpcio is a declared dependency
         raise CaptureFailed(f"Capture needs the grpcio package: pip install grpcio ({exc})") \
             from exc
+    _ = options.xspace_limit_bytes  # a malformed limit fails before anything is made
     run_dir = fs.join(logdir, *run.split("/")) if run else logdir
     root = fs.join(run_dir, *PLUGIN_SUBDIR)
+    created = _missing_dirs(root, logdir)
     session = _new_session_id(root)
     session_dir = fs.join(root, session)
-    attempts = 0
-    outcomes: list[_Outcome] = []
-    while attempts <= options.num_retry:
-        attempts += 1
-        outcomes = _capture_once(addresses, options, root, session)
-        if any(o.has_trace for o in outcomes):
-            break
-        if not any(o.retryable for o in outcomes):
-            break
-    traced = [o for o in outcomes if o.has_trace]
-    failed = [o for o in outcomes if not o.has_trace]
-    if not traced:
-        _remove_if_empty(session_dir)
-        message = " ".join(o.error or "" for o in failed)
-        if attempts > 1:
-            message += f" ({attempts} attempts)"
-        if all(o.timed_out for o in failed):
-            raise CaptureTimedOut(message)
-        raise CaptureFailed(message)
-    hosts: list[str] = []
-    for outcome in traced:
-        stem = host_file_stem(outcome.address)
-        if outcome.xspace is not None:
-            fs.write_bytes(fs.join(session_dir, stem + XPLANE_SUFFIX), outcome.xspace)
-        hosts.append(stem)
-    _write_tfevents_marker(run_dir)
+    written: list[str] = []
+    succeeded = False
+    try:
+        attempts = 0
+        outcomes: list[_Outcome] = []
+        while attempts <= options.num_retry:
+            attempts += 1
+            outcomes = _capture_once(addresses, options, root, session)
+            if any(o.has_trace for o in outcomes):
+                break
+            if not any(o.retryable for o in outcomes):
+                break
+        traced = [o for o in outcomes if o.has_trace]
+        failed = [o for o in outcomes if not o.has_trace]
+        if not traced:
+            message = " ".join(o.error or "" for o in failed)
+            if attempts > 1:
+                message += f" ({attempts} attempts)"
+            if all(o.timed_out for o in failed):
+                raise CaptureTimedOut(message)
+            raise CaptureFailed(message)
+        hosts: list[str] = []
+        try:
+            for outcome in traced:
+                stem = host_file_stem(outcome.address)
+                if outcome.xspace is not None:
+                    path = fs.join(session_dir, stem + XPLANE_SUFFIX)
+                    written.append(path)
+                    fs.write_bytes(path, outcome.xspace)
+                hosts.append(stem)
+            _write_tfevents_marker(run_dir)
+        except OSError as exc:
+            raise CaptureFailed(f"the trace could not be saved in {session_dir}: {exc}; check "
+                                "the free space and the permissions of the logdir") from exc
+        succeeded = True
+    finally:
+        if not succeeded:
+            _remove_partial(written, [session_dir, *created])
     run_name = f"{run}/{session}" if run else session
     return CaptureResult(
         run=run_name, directory=session_dir, hosts=tuple(hosts), attempts=attempts,
@@ -288,8 +345,11 @@ def _profile_one(address: str, options: CaptureOptions, root: str, session: str)
     from tb_profile_plugin.xspace.pb import profiler_service_pb2
 
     request = _profile_request(address, options, root, session)
+    limit = options.xspace_limit_bytes
     channel_options = [
-        ("grpc.max_receive_message_length", -1),
+        # gRPC refuses a larger answer from its declared length, before buffering it.
+        ("grpc.max_receive_message_length",
+         min(limit + _ANSWER_OVERHEAD_BYTES, _GRPC_MESSAGE_LIMIT)),
         ("grpc.max_send_message_length", -1),
     ]
     try:
@@ -306,6 +366,8 @@ def _profile_one(address: str, options: CaptureOptions, root: str, session: str)
     if not xspace:
         # Old servers put the XSpace in tool data named xplane.pb.
         xspace = next((bytes(t.data) for t in response.tool_data if t.name == "xplane.pb"), b"")
+    if len(xspace) > limit:
+        return _Outcome(address, error=_too_large(address, limit, len(xspace)))
     if response.empty_trace or (not xspace and not _saved_by_server(root, session, address)):
         if response.empty_trace:
             error = (
@@ -359,6 +421,10 @@ def _rpc_failure(address: str, options: CaptureOptions, exc: object) -> _Outcome
             address, retryable=True,
             error=f"{address} could not be reached ({_short(details)}): {hint}",
         )
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in lowered:
+        sizes = re.search(r"\((\d+) vs\. \d+\)", details)
+        return _Outcome(address, error=_too_large(
+            address, options.xspace_limit_bytes, int(sizes.group(1)) if sizes else None))
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return _Outcome(address, error=f"{address} is not a TensorFlow profiler server (it does "
                         "not serve ProfilerService.Profile); check the port.")
@@ -372,6 +438,18 @@ def _rpc_failure(address: str, options: CaptureOptions, exc: object) -> _Outcome
                         "or tf.profiler.experimental.start is active); try again when it ends.")
     name = code.name if code is not None else type(exc).__name__
     return _Outcome(address, error=f"{address} answered {name}: {_short(details)}.")
+
+
+def _too_large(address: str, limit: int, size: int | None) -> str:
+    sent = f" ({_mib(size)})" if size is not None else ""
+    return (f"{address} sent a trace larger than the capture limit of {_mib(limit)}{sent}; "
+            "nothing was saved. Capture for a shorter time or fewer events (max_events), or "
+            f"raise the limit with {MAX_XSPACE_BYTES_ENV} (bytes) or tb-profile capture "
+            "--max-bytes.")
+
+
+def _mib(num_bytes: int) -> str:
+    return f"{num_bytes / 2**20:,.1f} MiB"
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -396,12 +474,98 @@ def _new_session_id(root: str) -> str:
         return session
 
 
-def _remove_if_empty(path: str) -> None:
-    if not fs.is_remote(path):
-        try:
-            os.rmdir(path)
-        except OSError:
-            pass
+def _missing_dirs(path: str, logdir: str) -> list[str]:
+    """`path` and its parents up to `logdir` (included) that do not exist yet, deepest first:
+    what a failed capture must remove again."""
+    missing: list[str] = []
+    current = path
+    while not fs.isdir(current):
+        missing.append(current)
+        if os.path.normpath(current) == os.path.normpath(logdir) or fs.is_remote(current):
+            break
+        parent = os.path.dirname(current.rstrip("/"))
+        if not parent or parent == current:
+            break
+        current = parent
+    return missing
+
+
+def _remove_partial(files: list[str], dirs: list[str]) -> None:
+    """Removes a failed capture's files, then its directories, deepest first, each only while
+    it is empty (a concurrent capture's content stays)."""
+    for path in files:
+        if not fs.is_remote(path):
+            for name in (path, path + ".partial"):
+                try:
+                    os.unlink(name)
+                except OSError:
+                    pass
+    for path in dirs:
+        if not fs.is_remote(path):
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+
+
+# --- who may capture ---------------------------------------------------------------------
+
+
+def request_host_allowed(host_header: str, listen_host: str | None = None) -> bool:
+    """Whether a capture request's `Host` header names this TensorBoard (DNS rebinding).
+
+    Allowed: no Host header (not a browser); an IP literal (a rebinding page needs a name: a
+    browser that sends an IP's Host loaded the page from that IP, i.e. from TensorBoard);
+    localhost names (`localhost`, `*.localhost`); the address TensorBoard listens on
+    (`--host`); this machine's host name and fully qualified name; the names listed in
+    $TB_PROFILE_CAPTURE_HOSTS (`*`: any).
+    """
+    name = _host_name(host_header)
+    if name is None:
+        return not host_header.strip()
+    if not name:
+        return True
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    if name in _LOCAL_NAMES or name.endswith(".localhost"):
+        return True
+    allowed = {n.strip().lower().rstrip(".") for n in
+               os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if n.strip()}
+    if "*" in allowed or name in allowed:
+        return True
+    if listen_host and name == listen_host.strip().lower().rstrip("."):
+        return True
+    return name in _machine_names()
+
+
+def _host_name(host_header: str) -> str | None:
+    """The lower-case name in a Host header (port and IPv6 brackets removed); None when it is
+    malformed."""
+    text = host_header.strip().lower()
+    if text.startswith("["):
+        end = text.find("]")
+        if end < 0 or (text[end + 1:] and not re.fullmatch(r":\d{1,5}", text[end + 1:])):
+            return None
+        return text[1:end]
+    name, _, port = text.partition(":")
+    if port and not port.isdigit():
+        return None
+    if not re.fullmatch(r"[a-z0-9._-]*", name):
+        return None
+    return name.rstrip(".")
+
+
+@functools.lru_cache(maxsize=1)
+def _machine_names() -> frozenset[str]:
+    names = {socket.gethostname()}
+    try:
+        names.add(socket.getfqdn())
+    except OSError:
+        pass
+    return frozenset(n.lower().rstrip(".") for n in names if n)
 
 
 def _write_tfevents_marker(run_dir: str) -> None:

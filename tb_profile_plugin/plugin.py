@@ -72,14 +72,25 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
 
 
-def _refuse_cross_site(request: Request) -> None:
+def _refuse_cross_site(request: Request, listen_host: str | None = None) -> None:
     """Refuse a capture a browser sends on behalf of another site.
 
     A capture makes TensorBoard connect to the addresses a request names, so a page on any
     site must not be able to trigger one (an `<img>` or a form aimed at localhost). Browsers
     say where a request comes from (`Sec-Fetch-Site`, `Origin`); scripts and the CLI send
-    neither and are not affected.
+    neither and are not affected. A DNS-rebinding page (its name made to resolve to this
+    machine) is same-origin for the browser, so the `Host` header must also name this
+    TensorBoard: the address it listens on, or a localhost name (capture.request_host_allowed).
     """
+    from tb_profile_plugin import capture
+
+    host_header = request.headers.get("Host", "")
+    if not capture.request_host_allowed(host_header, listen_host):
+        raise CaptureDisabled(
+            f"capture refused: this TensorBoard was reached as {host_header!r}, which is "
+            "neither the address it listens on nor a localhost name (a DNS-rebinding page "
+            "looks like this); open TensorBoard as http://localhost:PORT, or list the name in "
+            f"{capture.ALLOWED_HOSTS_ENV}")
     fetch_site = request.headers.get("Sec-Fetch-Site", "")
     origin = request.headers.get("Origin", "")
     foreign_origin = bool(origin) and origin != "null" and (
@@ -118,6 +129,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
         self._store = ProfileStore()
         flags = getattr(context, "flags", None)
         self._capture_enabled = getattr(flags, metadata.CAPTURE_FLAG, "on") != "off"
+        self._listen_host: str | None = getattr(flags, "host", None)
         self._capture_lock = threading.Lock()
 
     # --- TensorBoard's plugin interface -------------------------------------------------
@@ -213,7 +225,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
                 f"capture is switched off in this TensorBoard (--{metadata.CAPTURE_FLAG}=off); "
                 "capture from a terminal with: tb-profile capture HOST:PORT --logdir LOGDIR"
             )
-        _refuse_cross_site(request)
+        _refuse_cross_site(request, self._listen_host)
         params = request.values
         addresses = params.get("service_addr", "")
         capture.parse_addresses(addresses)  # 400 before anything else

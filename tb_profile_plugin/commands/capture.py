@@ -13,7 +13,13 @@ import argparse
 import json
 import sys
 
-from tb_profile_plugin.capture import CaptureOptions, capture, parse_addresses
+from tb_profile_plugin.capture import (
+    DEFAULT_MAX_XSPACE_BYTES,
+    MAX_XSPACE_BYTES_ENV,
+    CaptureOptions,
+    capture,
+    parse_addresses,
+)
 
 HELP = "capture running TensorFlow programs' profiler servers into a new run of a logdir"
 
@@ -42,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start tracing this long after the request (default 0)")
     parser.add_argument("--max-events", type=int, default=defaults.max_events,
                         help=f"events a server keeps at most (default {defaults.max_events})")
+    parser.add_argument("--max-bytes", type=int, default=None,
+                        help="the largest trace accepted from one server, in bytes (default "
+                        f"${MAX_XSPACE_BYTES_ENV} or {DEFAULT_MAX_XSPACE_BYTES})")
     parser.add_argument("--json", action="store_true",
                         help="print the capture_profile route's JSON answer")
 
@@ -55,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         python_tracer_level=1 if args.python_tracer else 0,
         delay_ms=args.delay_ms,
         max_events=args.max_events,
+        max_xspace_bytes=args.max_bytes,
     )
     parse_addresses(args.addresses)  # a malformed address fails before anything is printed
     if not args.json:

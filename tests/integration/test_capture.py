@@ -171,7 +171,17 @@ def test_route_refuses_captures_sent_by_other_sites(board: Server) -> None:
         status, _, body = board.get(route, headers=headers)
         assert status == 403, (headers, status)
         assert "another site" in json.loads(body)["error"]
-    allowed = [{}, {"Sec-Fetch-Site": "same-origin", "Origin": f"http://{host}"}]
+    port = host.rsplit(":", 1)[1]
+    rebinding = [  # a page on a name made to resolve to 127.0.0.1 is same-origin for browsers
+        {"Host": f"rebind.evil.example:{port}", "Origin": f"http://rebind.evil.example:{port}"},
+        {"Host": f"rebind.evil.example:{port}", "Sec-Fetch-Site": "same-origin"},
+    ]
+    for headers in rebinding:
+        status, _, body = board.get(route, headers=headers)
+        assert status == 403, (headers, status)
+        assert "nor a localhost name" in json.loads(body)["error"]
+    allowed = [{}, {"Sec-Fetch-Site": "same-origin", "Origin": f"http://{host}"},
+               {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"}]
     for headers in allowed:
         status, _, body = board.get(route, headers=headers)
         assert status == 400 and "host:port" in json.loads(body)["error"], (headers, body)
