@@ -41,6 +41,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.nesting import (
+    WALK_LEVELS,
     Nesting,
     ancestor_reduce,
     compute_nesting,
@@ -182,7 +183,7 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
 
 #: Up to this nesting depth, groups flow down one depth level at a time; deeper (crafted or
 #: runaway nesting), by pointer jumping, so the work never grows with depth times events.
-_LEVEL_PASSES_MAX_DEPTH = 64
+_LEVEL_PASSES_MAX_DEPTH = WALK_LEVELS
 
 
 def _top_down(parent: np.ndarray, depth: np.ndarray) -> Callable[[np.ndarray], bool]:
@@ -370,7 +371,19 @@ def _step_numbers(table: EventTable, nesting: Nesting, roots: np.ndarray, rule: 
     """step_num of the root (or of its nearest ancestor that has one), else iter_num, else
     the group's index."""
     step_num = table.int_stat("step_num")
-    result = nearest_marked(step_num, step_num >= 0, nesting.parent)[roots]
+    parent = nesting.parent
+    result = np.full(len(roots), -1, np.int64)
+    current = roots.copy()
+    for _ in range(WALK_LEVELS):  # real roots find theirs within a few levels
+        live = (current >= 0) & (result < 0)
+        if not live.any():
+            break
+        result[live] = step_num[current[live]]
+        current[live] = parent[current[live]]
+    else:
+        rest = (current >= 0) & (result < 0)
+        if rest.any():  # deeper: every event's nearest numbered ancestor, n·log(depth)
+            result[rest] = nearest_marked(step_num, step_num >= 0, parent)[current[rest]]
     if rule == "loop":
         iter_num = table.int_stat("iter_num")
         result = np.where(result < 0, iter_num[roots], result)

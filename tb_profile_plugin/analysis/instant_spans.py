@@ -65,13 +65,18 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
 
     out: list[tuple[np.ndarray, ...]] = []
     is_instant = ~longer
+    # Two sorts for all types; each type then selects from them in one pass (no sort per type).
+    by_start = np.argsort(start_key, kind="stable")
+    by_end = np.argsort(end_key, kind="stable")
+    start_sorted, end_sorted = start_key[by_start], end_key[by_end]
+    type_by_start, type_by_end = ev_type[by_start], ev_type[by_end]
+    longer_by_start, longer_by_end = longer[by_start], longer[by_end]
     for t in np.unique(ev_type[is_instant]):
         queries = np.flatnonzero(is_instant & (ev_type == t))
         x_key = start_key[queries]
         # Covered: some longer event of type >= t has start <= x < end (same group: keys of
         # other groups' intervals end below this group's first key).
-        cover = np.flatnonzero(longer & (ev_type >= t))
-        order = cover[np.argsort(start_key[cover], kind="stable")]
+        order = by_start[longer_by_start & (type_by_start >= t)]
         reach = np.maximum.accumulate(end_key[order]) if len(order) else order
         at = np.searchsorted(start_key[order], x_key, side="right") - 1
         covered = (at >= 0) & (np.append(reach, -1)[at] > x_key)
@@ -81,8 +86,8 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
         q_group = ev_group[queries]
         stop_key = np.minimum.reduce([
             last_key[q_group],
-            _next_key(np.sort(end_key[longer & (ev_type == t)]), x_key, "right"),
-            _next_key(np.sort(start_key[ev_type > t]), x_key, "left"),
+            _next_key(end_sorted[longer_by_end & (type_by_end == t)], x_key, "right"),
+            _next_key(start_sorted[type_by_start > t], x_key, "left"),
         ])
         # A candidate of a later group has a key beyond this group's last boundary, so the
         # minimum with `last_key` keeps every span inside its own group.

@@ -168,6 +168,23 @@ def nearest_marked(values: np.ndarray, marked: np.ndarray, parent: np.ndarray) -
     return result
 
 
+#: Walks up to this many levels one at a time (cheapest on real, shallow nesting); deeper
+#: chains finish by pointer jumping, so the work never grows with depth times events.
+WALK_LEVELS = 64
+
+
 def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """Per event: some strict ancestor (by `parent`) is in `mask` (n·log(depth) work)."""
-    return ancestor_reduce(mask.astype(bool), parent, np.logical_or, False)
+    """Per event: some strict ancestor (by `parent`) is in `mask`."""
+    found = np.zeros(len(mask), bool)
+    ancestor = parent.copy()
+    live = np.flatnonzero(ancestor >= 0)
+    for _ in range(WALK_LEVELS):
+        if not len(live):
+            return found
+        found[live] |= mask[ancestor[live]]
+        ancestor[live] = parent[ancestor[live]]
+        live = live[ancestor[live] >= 0]
+    if len(live):  # deeper than WALK_LEVELS: the rest of each chain in n·log(depth)
+        beyond = ancestor_reduce(mask.astype(bool), parent, np.logical_or, False)
+        found[live] |= mask[ancestor[live]] | beyond[ancestor[live]]
+    return found

@@ -157,8 +157,9 @@ def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.
     # A producer that grouped before writing marks each step's host event with `step_name`
     # (the reference's implicit step markers); our own grouping writes no stats.
     types[~on_device & (table.str_stat_codes("step_name")[0] >= 0)] = _MARKER
-    collective = collective_events(table)
-    types[on_device & collective & (types >= 0)] = EventType.DEVICE_COLLECTIVES
+    if has_device:  # (the canonical columns are not needed, nor built, on CPU-only profiles)
+        collective = collective_events(table)
+        types[on_device & collective & (types >= 0)] = EventType.DEVICE_COLLECTIVES
     if grouped_only:
         types[forest.group_id < 0] = _NOT_CLASSIFIED
     return types, on_device, has_device

@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from tb_profile_plugin.analysis.nesting import (
+    WALK_LEVELS,
     ancestor_reduce,
     compute_nesting,
     nearest_marked,
@@ -115,3 +116,21 @@ def test_ancestor_reduce_and_nearest_marked_match_a_walk() -> None:
             own = [j for j in [i, *chain] if marked[j]]
             assert nearest[i] == (values[own[0]] if own else -1)
 
+
+
+def test_under_deeper_than_the_walk_matches_a_walk() -> None:
+    """Chains deeper than WALK_LEVELS finish by pointer jumping: same answer as a walk."""
+    rng = np.random.default_rng(11)
+    n = 3 * WALK_LEVELS + 7
+    parent = np.arange(-1, n - 1, dtype=np.int64)  # one chain: i's parent is i - 1
+    parent[n // 2] = -1  # two chains
+    for _ in range(20):
+        mask = rng.random(n) < 0.02
+        inside = under(mask, parent)
+        for i in range(n):
+            chain = []
+            a = int(parent[i])
+            while a >= 0:
+                chain.append(a)
+                a = int(parent[a])
+            assert inside[i] == any(mask[a] for a in chain)
