@@ -57,16 +57,21 @@ class EventTable:
         return name_mask[self.name_id]
 
     def int_stat(self, stat_name: str, fill: int = -1) -> np.ndarray:
-        """Dense int64 column of an integer stat (refs give the referenced stat id)."""
+        """Dense int64 column of an integer stat (refs give the referenced stat id); read-only
+        and shared (a stat no line writes costs no memory)."""
         key = ("int", stat_name, fill)
         if key not in self._stat_cache:
-            out = np.full(len(self), fill, np.int64)
-            for k, (plane, line) in enumerate(self.lines):
-                stat_id = plane.stat_metadata.id_of(stat_name)
-                if stat_id is None:
-                    continue
-                lo, hi = self.line_bounds[k], self.line_bounds[k + 1]
-                out[lo:hi] = line.stats.int_column(stat_id, hi - lo, fill)
+            written = [(k, plane.stat_metadata.id_of(stat_name))
+                       for k, (plane, _) in enumerate(self.lines)]
+            written = [(k, stat_id) for k, stat_id in written if stat_id is not None]
+            if not written:  # no line has the stat: one shared read-only value, no column
+                out = np.broadcast_to(np.int64(fill), (len(self),))
+            else:
+                out = np.full(len(self), fill, np.int64)
+                for k, stat_id in written:
+                    lo, hi = self.line_bounds[k], self.line_bounds[k + 1]
+                    out[lo:hi] = self.lines[k][1].stats.int_column(stat_id, hi - lo, fill)
+                out.flags.writeable = False  # shared by every caller: never written
             self._stat_cache[key] = out
         return self._stat_cache[key]
 

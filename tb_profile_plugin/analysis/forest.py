@@ -340,8 +340,8 @@ def _outermost(mask: np.ndarray, nesting: Nesting) -> np.ndarray:
 
 def _executor_keys(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     executor = table.event_mask(table.names_matching(lambda s: s == EXECUTOR_PROCESS))
-    step_id, iter_num = table.int_stat("id"), table.int_stat("iter_num")
-    events = np.flatnonzero(executor & (step_id >= 0) & (iter_num >= 0))
+    step_id, iter_num = table.int_stat("id", _ABSENT), table.int_stat("iter_num", _ABSENT)
+    events = np.flatnonzero(executor & (step_id != _ABSENT) & (iter_num != _ABSENT))
     return events, step_id[events], iter_num[events]
 
 
@@ -385,6 +385,7 @@ def _step_numbers(table: EventTable, nesting: Nesting, roots: np.ndarray, rule: 
         if rest.any():  # deeper: every event's nearest numbered ancestor, n·log(depth)
             result[rest] = nearest_marked(step_num, step_num >= 0, parent)[current[rest]]
     if rule == "loop":
-        iter_num = table.int_stat("iter_num")
+        iter_num = table.int_stat("iter_num", _ABSENT)
+        iter_num = np.where(iter_num == _ABSENT, -1, iter_num)
         result = np.where(result < 0, iter_num[roots], result)
     return np.where(result < 0, np.arange(len(roots)), result)

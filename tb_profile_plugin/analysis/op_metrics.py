@@ -245,8 +245,12 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
     Times are the device's own (`device_duration_ps`); IDLE is each device's span minus the
     union of its busy time over all its streams, summed over devices.
     """
-    canon = table.canonical
     device_events = np.flatnonzero(on_device)
+    if len(device_events) == 0:  # CPU only: no device rows, and no canonical columns built
+        empty = np.zeros(0, np.int64)
+        device = _aggregate([], empty, empty, empty, np.zeros(0, bool), [], [], None)
+        return device, _per_tf_op(device, [], [], empty), {}
+    canon = table.canonical
     op_code = canon.op_name[device_events]
     kernel_code = canon.kernel[device_events]
     pairs = np.stack([op_code, kernel_code], axis=1)

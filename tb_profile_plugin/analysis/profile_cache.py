@@ -25,7 +25,7 @@ from typing import TypeVar, cast
 from tb_profile_plugin.analysis.events import EventTable, build_event_table
 from tb_profile_plugin.analysis.forest import Forest, build_forest
 from tb_profile_plugin.analysis.nesting import Nesting, compute_nesting
-from tb_profile_plugin.xspace.model import Profile, result_nbytes
+from tb_profile_plugin.xspace.model import Profile
 
 T = TypeVar("T")
 
@@ -51,9 +51,8 @@ def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
                     if name in derived.results:
                         return cast(T, derived.results[name])
                 result = build(profile)
-                size = result_nbytes(result)
                 with _lock:
-                    derived.add(name, result, size)
+                    derived.add(name, result)  # measured with the others: shared parts once
                     notify = derived.on_grow
                 if notify is not None:
                     notify()  # the store keeping the profile counts it now

@@ -93,9 +93,9 @@ def xla_executions(table: EventTable) -> Executions:
     names = TextIndex()
     parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
     on_device = table.on_device
-    canon = table.canonical
     if not on_device.any():
         return _host_executions(table, names)
+    canon = table.canonical
     for plane_index in np.unique(table.plane_index[on_device]).tolist():
         own = _module_line_executions(table, plane_index, names)
         if own is None:
@@ -117,11 +117,13 @@ def xla_executions(table: EventTable) -> Executions:
 def _host_executions(table: EventTable, names: TextIndex) -> Executions:
     """A CPU-only profile: XLA's CPU thunks (canonical module on host threads) with `run_id`;
     an execution is every thunk of one (plane, module, run_id), on whatever thread it ran."""
-    canon = table.canonical
-    run_id = table.int_stat("run_id", NO_RUN)
-    rows = np.flatnonzero((canon.module >= 0) & (run_id != NO_RUN))
     event_execution = np.full(len(table), -1, np.int64)
     empty = np.zeros(0, np.int64)
+    run_id = table.int_stat("run_id", NO_RUN)
+    if not np.any(run_id != NO_RUN):  # no XLA run on the host: no canonical columns needed
+        return Executions(empty, empty, empty, empty, empty, names.texts, event_execution)
+    canon = table.canonical
+    rows = np.flatnonzero((canon.module >= 0) & (run_id != NO_RUN))
     if len(rows) == 0:
         return Executions(empty, empty, empty, empty, empty, names.texts, event_execution)
     key = np.stack([table.plane_index[rows].astype(np.int64), canon.module[rows], run_id[rows]],

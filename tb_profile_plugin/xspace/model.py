@@ -283,10 +283,10 @@ class Plane:
 _SIZE_DEPTH = 8
 
 
-def result_nbytes(result: object) -> int:
-    """Bytes of the arrays and strings reachable from `result` (each counted once; the
-    profile and its planes are not part of a result's size)."""
-    seen: set[int] = set()
+def result_nbytes(result: object, seen: set[int] | None = None) -> int:
+    """Bytes of the arrays and strings reachable from `result` (each counted once, and not
+    again when already in `seen`; the profile and its planes are not part of a result)."""
+    seen = set() if seen is None else seen
     total = 0
     stack: list[tuple[object, int]] = [(result, 0)]
     while stack:
@@ -295,7 +295,14 @@ def result_nbytes(result: object) -> int:
             continue
         seen.add(id(value))
         if isinstance(value, np.ndarray):
-            total += value.nbytes
+            owner = value  # a view (slice, broadcast) costs its base's memory, counted once
+            while isinstance(owner.base, np.ndarray):
+                owner = owner.base
+            if owner is not value:
+                if id(owner) in seen:
+                    continue
+                seen.add(id(owner))
+            total += owner.nbytes
         elif isinstance(value, str | bytes):
             total += len(value)
         elif isinstance(value, Profile | Plane):
@@ -325,13 +332,14 @@ class Derived:
         #: Called after a result was added (the store that keeps the profile re-counts).
         self.on_grow: Callable[[], None] | None = None
 
-    def add(self, name: str, result: object, size: int) -> None:
+    def add(self, name: str, result: object) -> None:
         self.results[name] = result
-        self.nbytes += size
+        self.measure()
 
     def measure(self) -> int:
         """Measures the results again (caches inside them grow after they are built)."""
-        self.nbytes = sum(result_nbytes(result) for result in list(self.results.values()))
+        seen: set[int] = set()  # results share parts (the forest holds the event table)
+        self.nbytes = sum(result_nbytes(result, seen) for result in list(self.results.values()))
         return self.nbytes
 
     def clear(self) -> None:
