@@ -139,6 +139,11 @@ def main() -> int:
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--reference-python", help="python of a scratch venv with xprof")
     parser.add_argument("--hosts", type=int, help="multi-host mode: N synthetic hosts")
+    parser.add_argument("--server", action="store_true",
+                        help="with --hosts: the plugin's ALL_HOSTS routes, server and tree RSS")
+    parser.add_argument("--code", type=Path, help="with --server: the checkout to run")
+    parser.add_argument("--scheduler", help="with --server: a Dask scheduler address")
+    parser.add_argument("--steps", type=int, default=400, help="with --server: steps per host")
     parser.add_argument("--trace", action="store_true",
                         help="trace viewer mode: window queries on PATH (scripts/bench_trace.py)")
     parser.add_argument("--trace-synthetic-events", type=int, default=10_000_000,
@@ -158,9 +163,11 @@ def main() -> int:
         return 0
     if args.hosts:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_hosts import run
+        from bench_hosts import run, server_mode
 
-        text = json.dumps(run(args.hosts), indent=2)
+        result = (server_mode(args.hosts, args.code, args.scheduler, args.steps) if args.server
+                  else run(args.hosts))
+        text = json.dumps(result, indent=2)
         print(text)
         if args.json_out:
             args.json_out.write_text(text + "\n")

@@ -13,6 +13,14 @@ times, each in a fresh child process with the disk cache off (every host is real
 
 Peak RSS is of the whole process tree (the child and its pool workers), sampled every 10 ms
 from /proc, so it counts every worker alive at the same time.
+
+`server_mode(N, code, scheduler)` (`scripts/bench.py --hosts N --server [--code DIR]
+[--scheduler tcp://...] [--steps S]`) measures what TensorBoard's process does: a ProfilePlugin
+on a logdir holding the N hosts answers `run_tools`, `hosts` (pod viewer), then the ALL_HOSTS pod
+viewer and overview, cold (disk cache off); it reports each route's seconds, the server
+process's own peak RSS (VmHWM) and the process tree's (Dask workers are not in the tree).
+`--code` runs another checkout of the package (a `git worktree` of an older commit) to compare
+before and after.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = 400
@@ -59,6 +68,36 @@ print(json.dumps({'seconds': time.perf_counter() - t, 'steps': steps,
 """
 
 
+_SERVER_CHILD = r"""
+import argparse, json, sys, time
+sys.path.insert(0, sys.argv[1])
+logdir, run, scheduler = sys.argv[2], sys.argv[3], sys.argv[4] or None
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+from tb_profile_plugin.plugin import ProfilePlugin
+
+def main():
+    flags = argparse.Namespace(profile_scheduler=scheduler)
+    apps = ProfilePlugin(base_plugin.TBContext(logdir=logdir, flags=flags)).get_plugin_apps()
+    seconds = {}
+    for name, route, query in [
+            ("run_tools", "/run_tools", {"run": run}),
+            ("hosts", "/hosts", {"run": run, "tag": "pod_viewer"}),
+            ("pod_viewer", "/data", {"run": run, "tag": "pod_viewer", "host": "ALL_HOSTS"}),
+            ("overview_page", "/data", {"run": run, "tag": "overview_page", "host": "ALL_HOSTS"})]:
+        t = time.perf_counter()
+        response = Client(apps[route]).get("/", query_string=query)
+        assert response.status_code == 200, response.get_data()[:300]
+        seconds[name] = time.perf_counter() - t
+    hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status")
+                  if line.startswith("VmHWM:"))
+    print(json.dumps({"seconds": seconds, "server_peak_rss_mb": hwm_kb / 1024}))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
 def _tree_rss_kb(root_pid: int) -> int:
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
@@ -81,10 +120,10 @@ def _tree_rss_kb(root_pid: int) -> int:
     return total
 
 
-def _measure(mode: str, run_dir: Path) -> dict[str, float]:
+def _measure(mode: str, run_dir: Path, argv: list[str] | None = None) -> dict[str, Any]:
     env = dict(os.environ, TB_PROFILE_CACHE_DIR="off")
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(ROOT), mode, str(run_dir)],
-                            env=env, stdout=subprocess.PIPE, text=True)
+    argv = argv or ["-c", _CHILD, str(ROOT), mode, str(run_dir)]
+    proc = subprocess.Popen([sys.executable, *argv], env=env, stdout=subprocess.PIPE, text=True)
     peak_kb = 0
     done = threading.Event()
 
@@ -106,13 +145,42 @@ def _measure(mode: str, run_dir: Path) -> dict[str, float]:
     return result
 
 
-def run(num_hosts: int) -> dict[str, object]:
+def _plans(num_hosts: int, steps: int = STEPS) -> list[Any]:
     sys.path.insert(0, str(ROOT))
     from tests import pod_runs
 
-    plans = [pod_runs.HostPlan(f"worker_{k:03d}", k % 3, STEPS + k % 3, 1000 * k,
-                               clock_skew_us=37 * k, ops_per_step=OPS_PER_STEP,
-                               slow_steps=frozenset({50 + k})) for k in range(num_hosts)]
+    return [pod_runs.HostPlan(f"worker_{k:03d}", k % 3, steps + k % 3, 1000 * k,
+                              clock_skew_us=37 * k, ops_per_step=OPS_PER_STEP,
+                              slow_steps=frozenset({50 + k})) for k in range(num_hosts)]
+
+
+def server_mode(num_hosts: int, code: Path | None = None, scheduler: str | None = None,
+                steps: int = STEPS) -> dict[str, object]:
+    """The plugin's ALL_HOSTS routes in a fresh process (see the module docstring)."""
+    plans = _plans(num_hosts, steps)
+    from tests import pod_runs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_dir = Path(tmp)
+        run_dir = bench_dir / "logdir" / "plugins" / "profile" / "session"
+        paths = pod_runs.write_run(run_dir, plans)
+        size_mb = sum(Path(p).stat().st_size for p in paths.values()) / 2**20
+        script = bench_dir / "serve.py"  # a main module with a guard, like tensorboard's
+        script.write_text(_SERVER_CHILD)
+        argv = [str(script), str(code or ROOT), str(bench_dir / "logdir"), "session",
+                scheduler or ""]
+        result = _measure("server", run_dir, argv)
+    return {"hosts": num_hosts, "cpus": os.cpu_count(), "code": str(code or ROOT),
+            "engine": scheduler or "local pool", "events_per_host": steps * (OPS_PER_STEP + 1),
+            "files_mb": size_mb, "seconds": result["seconds"],
+            "server_peak_rss_mb": result["server_peak_rss_mb"],
+            "tree_peak_rss_mb": result["peak_rss_mb"]}
+
+
+def run(num_hosts: int) -> dict[str, object]:
+    from tests import pod_runs
+
+    plans = _plans(num_hosts)
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "session"
         paths = pod_runs.write_run(run_dir, plans)

@@ -7,7 +7,8 @@
     tb-profile diff A B [--json]               what changed between two profiles
     (PATH: a logdir, a run directory or an .xplane.pb)
 
-Exit codes: 0 success, 2 usage error, 3 no profile found, 4 unreadable profile.
+Exit codes: 0 success, 2 usage error, 3 no profile found, 4 unreadable profile,
+6 the Dask scheduler (--scheduler, TB_PROFILE_SCHEDULER) cannot be reached.
 """
 
 from __future__ import annotations
@@ -34,13 +35,20 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
-def _tensorboard(logdir: str, port: int, host: str) -> int:
+def _tensorboard(logdir: str, port: int, host: str, scheduler: str | None = None) -> int:
     from tensorboard import program
 
+    from tb_profile_plugin.analysis import executors
+
+    executors.configure(scheduler)
+    argv = [sys.argv[0], "--logdir", logdir, "--port", str(port), "--host", host]
+    if scheduler:
+        argv += ["--profile_scheduler", scheduler]
     board = program.TensorBoard()
-    board.configure(argv=[sys.argv[0], "--logdir", logdir, "--port", str(port), "--host", host])
+    board.configure(argv=argv)
     url = board.launch()
-    print(f"tb-profile: serving {logdir}\nOpen {url}#profile  (Ctrl-C to stop)", flush=True)
+    print(f"tb-profile: serving {logdir}; hosts are analysed on the {executors.describe()}\n"
+          f"Open {url}#profile  (Ctrl-C to stop)", flush=True)
     try:
         import time
 
@@ -60,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("logdir")
     serve.add_argument("--port", type=int, default=6006)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    from tb_profile_plugin.commands.profiles import add_scheduler_argument
+
+    add_scheduler_argument(serve)
     for name, module_name in COMMAND_MODULES.items():
         module = importlib.import_module(module_name)
         module.add_arguments(commands.add_parser(name, help=module.HELP))
@@ -83,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
             if not os.path.isdir(args.logdir) and "://" not in args.logdir:
                 print(f"tb-profile: {args.logdir} is not a directory", file=sys.stderr)
                 return 3
-            return _tensorboard(args.logdir, args.port, args.host)
+            return _tensorboard(args.logdir, args.port, args.host, args.scheduler)
         if args.command in COMMAND_MODULES:
             return int(importlib.import_module(COMMAND_MODULES[args.command]).run(args))
     except ProfileError as exc:

@@ -34,6 +34,13 @@ class UnreadableProfile(ProfileError):
     exit_code = 4
 
 
+class EngineUnavailable(ProfileError):
+    """The configured Dask scheduler cannot be reached, or has no workers (HTTP 503)."""
+
+    http_status = 503
+    exit_code = 6
+
+
 class CaptureDisabled(ProfileError):
     """Capture was switched off when TensorBoard started (HTTP 403)."""
 

@@ -80,6 +80,15 @@ class ProfilePluginLoader(base_plugin.TBLoader):
                 "--host 0.0.0.0): anyone who can reach TensorBoard could then make it connect "
                 "to any address its machine can reach and fill the logdir.",
             )
+            group.add_argument(
+                f"--{metadata.SCHEDULER_FLAG}",
+                default=None,
+                metavar="tcp://HOST:8786",
+                help="Analyse the hosts of a run (ALL_HOSTS views) on this Dask distributed "
+                "scheduler's workers instead of a local process pool; the workers must read "
+                "the logdir by the same path or URL and have tb-profile installed "
+                "(pip install \"tb-profile[dask]\"). Also settable with $TB_PROFILE_SCHEDULER.",
+            )
         except argparse.ArgumentError:
             pass  # defined already (two loaders of this package)
         for entry_point in other_profile_plugins():

@@ -12,7 +12,7 @@ import json
 import logging
 import mimetypes
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +20,14 @@ from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_profile_plugin import metadata
+from tb_profile_plugin.analysis import executors, host_pool
+from tb_profile_plugin.analysis.host_facts import HostFacts
 from tb_profile_plugin.errors import (
     BadRequest,
     CaptureBusy,
     CaptureDisabled,
     NotFound,
     ProfileError,
-    UnreadableProfile,
 )
 from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name
 from tb_profile_plugin.tools import compare, csv_table, registry
@@ -131,6 +132,10 @@ class ProfilePlugin(base_plugin.TBPlugin):
         self._capture_enabled = getattr(flags, metadata.CAPTURE_FLAG, "on") != "off"
         self._listen_host: str | None = getattr(flags, "host", None)
         self._capture_lock = threading.Lock()
+        scheduler = getattr(flags, metadata.SCHEDULER_FLAG, None)
+        if scheduler:
+            executors.configure(scheduler)
+        logger.info("tb-profile: hosts of a run are analysed on the %s", executors.describe())
 
     # --- TensorBoard's plugin interface -------------------------------------------------
 
@@ -172,10 +177,9 @@ class ProfilePlugin(base_plugin.TBPlugin):
 
     def _serve_run_tools(self, request: Request) -> Response:
         run = self._logdir.run(request.args.get("run", ""))
-        profiles, unreadable = self._readable_profiles(run)
-        facts = registry.RunFacts.of(profiles)
-        views = registry.views_for(facts)
-        if unreadable and not profiles:
+        readable, unreadable = self._readable_facts(run)
+        views = registry.views_for(registry.RunFacts.combine(readable))
+        if unreadable and not readable:
             views = [registry.VIEWS["profile_info"].name]
         return _json(request, views)
 
@@ -291,14 +295,20 @@ class ProfilePlugin(base_plugin.TBPlugin):
                     f"view {view.name} shows one host at a time, not {ALL_HOSTS}; the hosts "
                     f"that have it: {', '.join(self._hosts_offering(run, view)) or 'none'}")
             paths = {h: run.xplane_path(h) for h in run.hosts}
+            # Facts from the executor's workers; a view decodes only the hosts it reads.
+            host_facts = host_pool.facts_of_files(paths, self._store)
+            for facts in host_facts.values():
+                if facts.failure is not None:  # a fresh copy: the cached one stays clean
+                    raise type(facts.failure)(str(facts.failure))
+            profiles: Mapping[str, Profile] = registry.LazyProfiles(paths, self._store.open)
         else:
             paths = {host: self._logdir.host_path(run, host)}
-        profiles = {h: self._store.open(p) for h, p in paths.items()}
-        facts = registry.RunFacts.of(profiles)
-        if not view.available(facts):
+            profiles = {h: self._store.open(p) for h, p in paths.items()}
+            host_facts = {h: registry.as_facts(p) for h, p in profiles.items()}
+        if not view.available(registry.RunFacts.combine(host_facts)):
             raise NotFound(self._no_data_message(run, view, host))
         params = {k: v for k, v in request.args.items() if k not in ("run", "tag", "host")}
-        return view, registry.ViewRequest(run.name, host, profiles, params, paths)
+        return view, registry.ViewRequest(run.name, host, profiles, params, paths, host_facts)
 
     @staticmethod
     def _view(tag: str) -> registry.View:
@@ -308,24 +318,23 @@ class ProfilePlugin(base_plugin.TBPlugin):
         return view
 
     def _hosts_offering(self, run: Run, view: registry.View) -> list[str]:
-        profiles, _ = self._readable_profiles(run)
-        return registry.hosts_offering(view, run.hosts, profiles)
+        readable, _ = self._readable_facts(run)
+        return registry.hosts_offering(view, run.hosts, readable)
 
     def _no_data_message(self, run: Run, view: registry.View, host: str) -> str:
         """Why `view` has no document for `host`, and which hosts (or views) have one."""
         offered = self._hosts_offering(run, view)
         where = (f"the hosts that have it: {', '.join(offered)}" if offered else
                  "no host of this run has it; the run's views: "
-                 + ", ".join(registry.views_for(registry.RunFacts.of(
-                     self._readable_profiles(run)[0]))))
+                 + ", ".join(registry.views_for(registry.RunFacts.combine(
+                     self._readable_facts(run)[0]))))
         return f"view {view.name} has no data for run {run.name!r} host {host!r}; {where}"
 
-    def _readable_profiles(self, run: Run) -> tuple[dict[str, Profile], list[str]]:
-        profiles: dict[str, Profile] = {}
-        unreadable: list[str] = []
-        for host in run.hosts:
-            try:
-                profiles[host] = self._store.open(run.xplane_path(host))
-            except (UnreadableProfile, NotFound):
-                unreadable.append(host)
-        return profiles, unreadable
+    def _readable_facts(self, run: Run) -> tuple[dict[str, HostFacts], list[str]]:
+        """The facts of the run's readable hosts, and the unreadable hosts. Several hosts'
+        facts come from the executor's workers (analysis/host_pool.py): the server does not
+        decode them."""
+        paths = {host: run.xplane_path(host) for host in run.hosts}
+        facts = host_pool.facts_of_files(paths, self._store)
+        readable = {h: f for h, f in facts.items() if f.readable}
+        return readable, [h for h in run.hosts if h not in readable]

@@ -1,79 +1,83 @@
-"""Per-host analyses of a run's files: cached per file, and computed in parallel when several.
+"""Per-host results of a run's files: cached per file, computed on the executor when several.
 
-`analyze_files({host: path})` returns every host's `HostAnalysis`:
+`analyze_files({host: path})` returns every host's `HostAnalysis`, `facts_of_files` every
+host's `HostFacts` (what the `run_tools` and `hosts` routes and the views' `available` read):
 
-1. A host whose file (path, size, modification time) was analysed before is served from an
-   in-memory cache (small results, least recently used dropped beyond `CACHE_ENTRIES`).
-2. One missing host is analysed in this process (through `ProfileStore` when one is given, so
-   a profile the server already decoded is reused): a single-host request never pays for a pool.
-3. Several missing hosts go to a pool of `min(os.cpu_count(), hosts)` worker processes
-   (analysis/host_worker.py, started with `python -m`, so nothing of the server process, its
-   threads or its main script is forked or re-imported). Each worker takes the next host file,
-   decodes and analyses it and sends back only the small result (`analyze_file`), then drops
-   the decoded columns before the next one: memory is bounded by one decoded host per worker
-   plus the small per-host results.
+1. A host whose file (path, size, modification time) was seen before is served from an
+   in-memory cache of the small results (least recently used dropped beyond `CACHE_ENTRIES`).
+2. One missing host is computed in this process (through `ProfileStore` when one is given, so
+   a profile the server already decoded is reused): a single-host request never waits for a
+   worker.
+3. Several missing hosts go to the executor (analysis/executors.py: the local process pool,
+   or a Dask cluster), one task per host. Each task decodes its file (through the worker's own
+   disk cache), computes and returns only the small result; the server never decodes them.
+   A local worker that dies breaks the pool: the pool is replaced and the hosts without an
+   answer are submitted again, once (Dask reschedules lost tasks itself).
 
-Decoded columns go through the disk cache (xspace/cache.py) in the workers too, so a later
-open of the same file, in any process, maps it instead of decoding it again.
+Local paths are made absolute before they leave the process, so workers with another working
+directory open the same files; remote URLs (gs://, s3://) are passed as they are.
 """
 
 from __future__ import annotations
 
 import collections
-import json
 import os
-import pickle
-import subprocess
-import sys
 import threading
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import IO
+from collections.abc import Callable, Mapping
+from concurrent.futures import CancelledError, Future
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
 from tb_profile_plugin import fs
+from tb_profile_plugin.analysis import executors
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze, analyze_file
-from tb_profile_plugin.errors import NotFound
+from tb_profile_plugin.analysis.host_facts import (
+    HostFacts,
+    host_facts,
+    host_facts_file,
+    unreadable_facts,
+)
+from tb_profile_plugin.errors import NotFound, UnreadableProfile
 from tb_profile_plugin.xspace.store import ProfileStore
 
-CACHE_ENTRIES = 512
-#: Environment variable capping the pool's workers (default: the machine's CPU count).
-WORKERS_ENV = "TB_PROFILE_HOST_WORKERS"
+CACHE_ENTRIES = 2048
+#: Kept for callers of the old pool: the local pool's workers (capped by $TB_PROFILE_HOST_WORKERS).
+WORKERS_ENV = executors.WORKERS_ENV
 
-_Key = tuple[str, int, int]
-_cache: collections.OrderedDict[_Key, HostAnalysis] = collections.OrderedDict()
+T = TypeVar("T")
+_Key = tuple[str, str, int, int]  # (kind, path, size, mtime)
+_cache: collections.OrderedDict[_Key, Any] = collections.OrderedDict()
 _lock = threading.Lock()
-#: How many host files were analysed in pool workers (tests and the bench read it).
+#: How many host files were computed on the executor (tests and the bench read it).
 pool_runs = 0
 
 
 def pool_size(num_hosts: int) -> int:
-    """Workers for `num_hosts` files: the CPU count (or $TB_PROFILE_HOST_WORKERS), at most one
-    per host."""
-    cpus = os.cpu_count() or 1
-    configured = os.environ.get(WORKERS_ENV, "")
-    if configured.isdigit() and int(configured) > 0:
-        cpus = int(configured)
-    return max(1, min(cpus, num_hosts))
+    """Local workers for `num_hosts` files: the CPU count (or $TB_PROFILE_HOST_WORKERS), at
+    most one per host."""
+    return max(1, min(executors.local_workers(), num_hosts))
 
 
-def _key(path: str) -> _Key:
+def _stat(path: str) -> tuple[int, int]:
+    """(size, mtime) of a host file; NotFound when it is gone, UnreadableProfile when it is
+    not a regular file or cannot be read."""
     try:
-        size_bytes, mtime_ns = fs.stat(path)
+        return fs.stat(path)
     except FileNotFoundError as exc:
-        raise NotFound(f"profile file {path} does not exist (any more)") from exc
-    return path, size_bytes, mtime_ns
+        raise NotFound(f"profile file {fs.basename(path)} does not exist (any more)") from exc
+    except OSError as exc:
+        raise UnreadableProfile(f"{fs.basename(path)}: cannot be read ({exc})") from exc
 
 
-def _remember(key: _Key, analysis: HostAnalysis) -> None:
+def _remember(key: _Key, value: Any) -> None:
     with _lock:
-        _cache[key] = analysis
+        _cache[key] = value
         _cache.move_to_end(key)
         while len(_cache) > CACHE_ENTRIES:
             _cache.popitem(last=False)
 
 
-def _lookup(key: _Key) -> HostAnalysis | None:
+def _lookup(key: _Key) -> Any:
     with _lock:
         found = _cache.get(key)
         if found is not None:
@@ -81,66 +85,54 @@ def _lookup(key: _Key) -> HostAnalysis | None:
         return found
 
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+def worker_path(path: str) -> str:
+    """The path a worker opens: absolute for local files, URLs unchanged."""
+    return path if fs.is_remote(path) else os.path.abspath(path)
 
 
-def _read_exact(stream: IO[bytes], size: int) -> bytes:
-    data = stream.read(size)
-    if len(data) != size:
-        raise RuntimeError("a host analysis worker exited unexpectedly (out of memory?)")
-    return data
-
-
-def run_workers(paths: list[str], workers: int) -> list[HostAnalysis]:
-    """HostAnalysis of each path, computed by `workers` worker processes (see module doc)."""
-    pending = list(reversed(list(enumerate(paths))))
-    results: list[HostAnalysis | None] = [None] * len(paths)
-    failures: list[BaseException] = []
-    lock = threading.Lock()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
-
-    def drive() -> None:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tb_profile_plugin.analysis.host_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
+def run_on_executor(
+    task: Callable[[str], T], paths: list[str], on_done: Callable[[int], None] = lambda _: None,
+) -> list[T]:
+    """`task(path)` for every path on the executor, in order (see the module docstring);
+    `on_done(index)` as each result arrives, in order."""
+    results: dict[int, T] = {}
+    for attempt in range(2):
+        pool = executors.executor()
+        futures: dict[int, Future[T]] = {}
         try:
-            while True:
-                with lock:
-                    if not pending or failures:
-                        return
-                    index, path = pending.pop()
-                proc.stdin.write((json.dumps(path) + "\n").encode())
-                proc.stdin.flush()
-                size = int.from_bytes(_read_exact(proc.stdout, 8), "little")
-                status, value = pickle.loads(_read_exact(proc.stdout, size))
-                if status != "ok":
-                    raise value
-                results[index] = value
-        except BaseException as exc:
-            with lock:
-                failures.append(exc)
+            for index, path in enumerate(paths):
+                if index not in results:
+                    futures[index] = pool.submit(task, worker_path(path))
+            for index, future in futures.items():
+                results[index] = future.result()
+                on_done(index)
+            break
+        except BrokenProcessPool:
+            executors.reset_local(pool)
+            if attempt:
+                raise RuntimeError(
+                    "a host analysis worker died twice (out of memory?); set "
+                    f"{executors.WORKERS_ENV} lower to run fewer hosts at once") from None
+            for index, future in futures.items():  # keep what finished before the break
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    results[index] = future.result()
+        except CancelledError:  # a Dask client that lost its scheduler cancels its futures
+            address = executors.scheduler_address() or "?"
+            executors.forget_client(address)
+            raise executors.unavailable(address, "went away during the request") from None
         finally:
-            proc.stdin.close()
-            proc.wait()
-
-    with ThreadPoolExecutor(workers) as threads:
-        for _ in range(workers):
-            threads.submit(drive)
-    if failures:
-        raise failures[0]
-    return [r for r in results if r is not None]
+            for future in futures.values():
+                future.cancel()
+    return [results[index] for index in range(len(paths))]
 
 
-def analyze_files(
-    paths: Mapping[str, str], store: ProfileStore | None = None
-) -> dict[str, HostAnalysis]:
-    """{host: HostAnalysis} for {host: xplane path}, in the order of `paths`."""
+def _per_host(
+    kind: str, paths: Mapping[str, str], local: Callable[[str], T], remote: Callable[[str], T],
+    on_host: Callable[[str], None] = lambda _: None,
+) -> dict[str, T]:
     global pool_runs
-    keys = {host: _key(path) for host, path in paths.items()}
-    results: dict[str, HostAnalysis] = {}
+    keys = {host: (kind, path, *_stat(path)) for host, path in paths.items()}
+    results: dict[str, T] = {}
     missing: list[str] = []
     for host, key in keys.items():
         found = _lookup(key)
@@ -148,19 +140,61 @@ def analyze_files(
             missing.append(host)
         else:
             results[host] = found
+            on_host(host)
     if len(missing) == 1:
         host = missing[0]
-        path = paths[host]
-        results[host] = analyze(store.open(path)) if store is not None else analyze_file(path)
+        results[host] = local(paths[host])
         _remember(keys[host], results[host])
+        on_host(host)
     elif missing:
-        done = run_workers([paths[h] for h in missing], pool_size(len(missing)))
-        for host, analysis in zip(missing, done, strict=True):
-            results[host] = analysis
-            _remember(keys[host], analysis)
+        done = run_on_executor(remote, [paths[h] for h in missing],
+                               lambda index: on_host(missing[index]))
+        for host, value in zip(missing, done, strict=True):
+            results[host] = value
+            _remember(keys[host], value)
         with _lock:
             pool_runs += len(missing)
     return {host: results[host] for host in paths}
+
+
+def analyze_files(
+    paths: Mapping[str, str], store: ProfileStore | None = None
+) -> dict[str, HostAnalysis]:
+    """{host: HostAnalysis} for {host: xplane path}, in the order of `paths`."""
+
+    def local(path: str) -> HostAnalysis:
+        return analyze(store.open(path)) if store is not None else analyze_file(path)
+
+    return _per_host("analysis", paths, local, analyze_file)
+
+
+def facts_of_files(
+    paths: Mapping[str, str], store: ProfileStore | None = None,
+    on_host: Callable[[str], None] = lambda _: None,
+) -> dict[str, HostFacts]:
+    """{host: HostFacts} for {host: xplane path}, in the order of `paths`; an unreadable or
+    vanished file gives facts that carry the error (`HostFacts.failure`). `on_host(host)` is
+    called as each host's facts are known (the CLI's progress bar)."""
+
+    def local(path: str) -> HostFacts:
+        if store is None:
+            return host_facts_file(path)
+        try:
+            return host_facts(store.open(path))
+        except (UnreadableProfile, NotFound) as exc:
+            return unreadable_facts(exc)
+
+    found: dict[str, HostFacts] = {}
+    present: dict[str, str] = {}
+    for host, path in paths.items():
+        try:
+            _stat(path)
+            present[host] = path
+        except (UnreadableProfile, NotFound) as exc:
+            found[host] = unreadable_facts(exc)
+            on_host(host)
+    found.update(_per_host("facts", present, local, host_facts_file, on_host))
+    return {host: found[host] for host in paths}
 
 
 def clear_cache() -> None:

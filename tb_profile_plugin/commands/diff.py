@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from tb_profile_plugin.commands.output import Style, colour_wanted, to_json
-from tb_profile_plugin.commands.profiles import locate
+from tb_profile_plugin.commands.profiles import add_scheduler_argument, locate, use_scheduler
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.commands.summary import WIDTH, _cut, _middle_cut, _wrap
 from tb_profile_plugin.tools import compare
@@ -31,9 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-a", default=None, help="the host of A (default: matched by name)")
     parser.add_argument("--host-b", default=None, help="the host of B (default: matched by name)")
     parser.add_argument("--json", action="store_true", help="print the compare document")
+    add_scheduler_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    use_scheduler(args)
     located_a, located_b = locate(args.path_a), locate(args.path_b)
     side_a = compare.Side(located_a.run, located_a.files, args.host_a or args.host)
     side_b = compare.Side(located_b.run, located_b.files, args.host_b or args.host)

@@ -8,11 +8,13 @@ a readable XSpace.
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tb_profile_plugin.analysis import executors, host_pool
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.errors import NotFound
 from tb_profile_plugin.logdir import ALL_HOSTS, XPLANE_SUFFIX, LogDir, Run, hosts_in
@@ -45,12 +47,15 @@ class Located:
 def locate(path: str, host: str | None = None) -> Located:
     """The run at PATH; with `host` (not ALL_HOSTS) only that host's file."""
     target = Path(path)
-    if not target.exists():
+    named_as_profile = target.name.endswith(XPLANE_SUFFIX) and os.path.lexists(target)
+    if not target.exists() and not named_as_profile:
         raise NotFound(
             f"{path} does not exist; give a logdir, a run directory "
             f"(.../plugins/profile/<session>) or a <host>{XPLANE_SUFFIX} file"
         )
-    if target.is_file():
+    # A <host>.xplane.pb is opened as a profile whatever it is (a FIFO, a device, a link loop,
+    # a directory): the store refuses what is not a regular file, with a sentence (exit 4).
+    if target.is_file() or named_as_profile:
         if not target.name.endswith(XPLANE_SUFFIX):
             raise NotFound(
                 f"{path} is a file but not a <host>{XPLANE_SUFFIX}; give a profile file, a run "
@@ -94,8 +99,34 @@ def open_profiles(
 def view_request(
     located: Located, host: str | None, params: Mapping[str, str], progress: Progress
 ) -> registry.ViewRequest:
-    """The request views build from: every located file opened (`open_profiles`), shown as
-    `host`, else as the run's one host, else as ALL_HOSTS."""
+    """The request views build from, shown as `host`, else as the run's one host, else as
+    ALL_HOSTS. One file is opened here (`open_profiles`); several are read by the executor's
+    workers (their facts now, their analyses when the view asks), and decoded here only if
+    the view reads them itself (registry.LazyProfiles)."""
     shown = host or (located.hosts[0] if len(located.files) == 1 else ALL_HOSTS)
-    profiles = open_profiles(located.files, ProfileStore(), progress)
-    return registry.ViewRequest(located.run, shown, profiles, params, paths=dict(located.files))
+    store = ProfileStore()
+    if len(located.files) == 1:
+        profiles = open_profiles(located.files, store, progress)
+        return registry.ViewRequest(located.run, shown, profiles, params,
+                                    paths=dict(located.files))
+    facts = host_pool.facts_of_files(
+        located.files, store, on_host=lambda host: progress.stage(f"reading {host}"))
+    for found in facts.values():
+        if found.failure is not None:
+            raise found.failure
+    return registry.ViewRequest(
+        located.run, shown, registry.LazyProfiles(located.files, store.open), params,
+        paths=dict(located.files), facts=facts)
+
+
+def add_scheduler_argument(parser: argparse.ArgumentParser) -> None:
+    """`--scheduler tcp://HOST:8786`: analyse several hosts on a Dask cluster."""
+    parser.add_argument(
+        "--scheduler", default=None, metavar="tcp://HOST:8786",
+        help="analyse the hosts of a several-host run on this Dask scheduler's workers "
+        f"(default: ${executors.SCHEDULER_ENV}, else a local process pool); needs "
+        'pip install "tb-profile[dask]"')
+
+
+def use_scheduler(args: argparse.Namespace) -> None:
+    executors.configure(getattr(args, "scheduler", None))

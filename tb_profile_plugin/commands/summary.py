@@ -15,7 +15,13 @@ import textwrap
 from typing import Any
 
 from tb_profile_plugin.commands.output import Style, colour_wanted, to_json
-from tb_profile_plugin.commands.profiles import Located, locate, view_request
+from tb_profile_plugin.commands.profiles import (
+    Located,
+    add_scheduler_argument,
+    locate,
+    use_scheduler,
+    view_request,
+)
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.logdir import ALL_HOSTS
 from tb_profile_plugin.tools import registry
@@ -34,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"one host of a several-host run (default: {ALL_HOSTS})")
     parser.add_argument("--json", action="store_true",
                         help="print the overview_page document as the data route serves it")
+    add_scheduler_argument(parser)
 
 
 def overview_document(located: Located, host: str | None) -> dict[str, Any]:
@@ -45,6 +52,7 @@ def overview_document(located: Located, host: str | None) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    use_scheduler(args)
     located = locate(args.path, args.host)
     doc = overview_document(located, args.host)
     if args.json:

@@ -12,7 +12,12 @@ import argparse
 import sys
 
 from tb_profile_plugin.commands.output import to_csv, to_json
-from tb_profile_plugin.commands.profiles import locate, view_request
+from tb_profile_plugin.commands.profiles import (
+    add_scheduler_argument,
+    locate,
+    use_scheduler,
+    view_request,
+)
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.errors import BadRequest, NotFound
 from tb_profile_plugin.tools import registry
@@ -30,9 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--table", default="", help="with --csv: which table (default: first)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a view parameter of the data route, e.g. include_idle=false")
+    add_scheduler_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    use_scheduler(args)
     view = registry.VIEWS.get(args.view)
     if view is None:
         raise BadRequest(f"unknown view {args.view!r}; views: {', '.join(registry.VIEWS)}")
@@ -55,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                          f"({', '.join(located.files)})")
     with Progress(len(located.files) + 1, located.size_bytes()) as progress:
         request = view_request(located, args.host, params, progress)
-        facts = registry.RunFacts.of(request.profiles)
+        facts = request.run_facts()
         if not view.available(facts):
             raise NotFound(f"view {view.name} has no data for {args.path} (host {request.host}); "
                            f"views with data: {', '.join(registry.views_for(facts))}")

@@ -1,8 +1,9 @@
 """What the analysis views share: the requested host's analysis, or every host's combined.
 
 One host: its analysis, memoised per decoded profile. Several (ALL_HOSTS): every host's
-analysis from the per-file cache or a process pool (analysis/host_pool.py) when the request
-knows the files, else in this process, combined by analysis/multi_host.py; the step
+analysis from the per-file cache or the executor's workers (analysis/host_pool.py,
+analysis/executors.py: the local process pool or a Dask cluster) when the request knows the
+files, else in this process, combined by analysis/multi_host.py; the step
 intersection is explained in the diagnostics.
 """
 
@@ -28,11 +29,11 @@ from tb_profile_plugin.tools.registry import RunFacts, ViewRequest
 def profile_messages(request: ViewRequest, diagnostics: Diagnostics) -> None:
     """The errors and warnings the profiler itself recorded, per host when there are several."""
     several = len(request.profiles) > 1
-    for host, profile in request.profiles.items():
+    for host, facts in request.host_facts().items():
         prefix = f"{host}: " if several else ""
-        for error in dict.fromkeys(profile.errors):
+        for error in facts.errors:
             diagnostics.errors.append(f"{prefix}the profiler recorded an error: {error}")
-        for warning in dict.fromkeys(profile.warnings):
+        for warning in facts.warnings:
             diagnostics.warnings.append(f"{prefix}the profiler recorded a warning: {warning}")
 
 
@@ -46,7 +47,7 @@ def host_analyses(request: ViewRequest) -> dict[str, HostAnalysis]:
 def op_analyses(request: ViewRequest) -> list[OpAnalysis | HostAnalysis]:
     """What the op views (TensorFlow stats, kernel stats) need of every requested host: its
     op tables and kernels, without steps (analysis/op_analysis.py); several hosts with files
-    go through the process pool's host analyses, which hold the same tables."""
+    go through the executor's host analyses, which hold the same tables."""
     if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
         return list(host_analyses(request).values())
     return [profile_ops(profile) for profile in request.profiles.values()]

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tb_profile_plugin.analysis import host_pool
 from tb_profile_plugin.analysis.breakdown import CATEGORY_LABELS
 from tb_profile_plugin.errors import NotFound
 from tb_profile_plugin.logdir import ALL_HOSTS
@@ -84,8 +85,12 @@ def pair_hosts(a: Side, b: Side) -> tuple[str, str]:
 
 
 def _profiles(side: Side, host: str, open_profile: Callable[[str], Profile]
-              ) -> dict[str, Profile]:
+              ) -> Mapping[str, Profile]:
+    """The host's profile; for ALL_HOSTS of several, profiles opened only when read (the
+    overview and op tables come from the executor's workers: analysis/host_pool.py)."""
     hosts = list(side.files) if host == ALL_HOSTS else [host]
+    if len(hosts) > 1:
+        return registry.LazyProfiles({h: side.files[h] for h in hosts}, open_profile)
     return {h: open_profile(side.files[h]) for h in hosts}
 
 
@@ -94,14 +99,19 @@ def _side_docs(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     overview = registry.VIEWS["overview_page"]
     stats = registry.VIEWS["tensorflow_stats"]
-    facts = registry.RunFacts.of(profiles)
-    if not overview.available(facts):
+    paths = {h: side.files[h] for h in profiles}
+    host_facts = (host_pool.facts_of_files(paths) if isinstance(profiles, registry.LazyProfiles)
+                  else {h: registry.as_facts(p) for h, p in profiles.items()})
+    for found in host_facts.values():
+        if found.failure is not None:
+            raise type(found.failure)(str(found.failure))
+    if not overview.available(registry.RunFacts.combine(host_facts)):
         raise NotFound(f"run {side.run} (host {host}) has no host events: nothing to compare")
     on_stage(f"analysing {side.run}")
-    paths = {h: side.files[h] for h in profiles}
-    doc = overview.build(registry.ViewRequest(side.run, host, profiles, {}, paths=paths))
+    doc = overview.build(registry.ViewRequest(side.run, host, profiles, {}, paths=paths,
+                                              facts=host_facts))
     ops = stats.build(registry.ViewRequest(
-        side.run, host, profiles, {"include_idle": "false"}, paths=paths))
+        side.run, host, profiles, {"include_idle": "false"}, paths=paths, facts=host_facts))
     return doc, ops
 
 

@@ -1,7 +1,8 @@
 """The views a run can offer, and which of them have data for a given run.
 
-A `View` says, from cheap `RunFacts` (plane names and event names, read from the decoded
-profiles' metadata tables, never from events), whether it has something to show, and builds its
+A `View` says, from cheap `RunFacts` (plane names and event names, read from the profiles'
+metadata tables, never from events: analysis/host_facts.py, computed by the executor's workers
+for ALL_HOSTS), whether it has something to show, and builds its
 document from the decoded profiles of the requested host (or of every host for ALL_HOSTS).
 Views register themselves in `VIEWS`; `run_tools` lists them in the order design/api.md fixes,
 and `hosts_offering` says which hosts of a run a view answers for (the `hosts` route), by the
@@ -11,10 +12,11 @@ same test the `data` route applies to the requested host.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tb_profile_plugin.analysis.host_facts import HostFacts, host_facts
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.logdir import ALL_HOSTS
 from tb_profile_plugin.xspace.model import Profile
@@ -46,16 +48,44 @@ class RunFacts:
         return any(plane_kind(name) == PlaneKind.GPU for name in self.plane_names)
 
     @staticmethod
-    def of(profiles: Mapping[str, Profile]) -> RunFacts:
-        planes = {plane.name for p in profiles.values() for plane in p.planes}
+    def of(profiles: Mapping[str, Profile | HostFacts]) -> RunFacts:
+        """The facts of decoded profiles, or of hosts' `HostFacts` (from the workers)."""
+        return RunFacts.combine({h: as_facts(p) for h, p in profiles.items()})
+
+    @staticmethod
+    def combine(hosts: Mapping[str, HostFacts]) -> RunFacts:
+        planes: set[str] = set()
         events: set[str] = set()
-        for profile in profiles.values():
-            for plane in profile.planes:
-                events.update(plane.event_metadata.names.tolist())
+        for facts in hosts.values():
+            planes |= facts.plane_names
+            events |= facts.event_names
         return RunFacts(
-            hosts=tuple(profiles), plane_names=frozenset(planes), event_names=frozenset(events),
-            num_events=sum(p.num_events for p in profiles.values()),
+            hosts=tuple(hosts), plane_names=frozenset(planes), event_names=frozenset(events),
+            num_events=sum(f.num_events for f in hosts.values()),
         )
+
+
+def as_facts(profile: Profile | HostFacts) -> HostFacts:
+    return profile if isinstance(profile, HostFacts) else host_facts(profile)
+
+
+class LazyProfiles(Mapping[str, Profile]):
+    """{host: Profile} that decodes (through `open_profile`, the store) only the hosts a view
+    reads, when it reads them, and holds none: ALL_HOSTS views that combine per-host results
+    computed on the executor never decode a host in the server."""
+
+    def __init__(self, paths: Mapping[str, str], open_profile: Callable[[str], Profile]) -> None:
+        self._paths = dict(paths)
+        self._open = open_profile
+
+    def __getitem__(self, host: str) -> Profile:
+        return self._open(self._paths[host])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
 
 
 @dataclass(frozen=True)
@@ -66,9 +96,21 @@ class ViewRequest:
     host: str  # a host name, or ALL_HOSTS
     profiles: Mapping[str, Profile]
     params: Mapping[str, str]
-    #: The xplane file of each host, where known: lets ALL_HOSTS views analyse the hosts in a
-    #: process pool with a per-file cache (analysis/host_pool.py).
+    #: The xplane file of each host, where known: lets ALL_HOSTS views analyse the hosts on
+    #: the executor with a per-file cache (analysis/host_pool.py).
     paths: Mapping[str, str] = field(default_factory=dict)
+    #: Each host's facts, where already known (the plugin's ALL_HOSTS requests: from the
+    #: workers); else `host_facts` reads them from the profiles.
+    facts: Mapping[str, HostFacts] = field(default_factory=dict)
+
+    def host_facts(self) -> dict[str, HostFacts]:
+        """Every requested host's facts, in host order."""
+        if set(self.facts) >= set(self.profiles):
+            return {h: self.facts[h] for h in self.profiles}
+        return {h: host_facts(p) for h, p in self.profiles.items()}
+
+    def run_facts(self) -> RunFacts:
+        return RunFacts.combine(self.host_facts())
 
 
 Table = tuple[list[str], list[list[Any]]]
@@ -103,24 +145,28 @@ def views_for(facts: RunFacts) -> list[str]:
     return [view.name for view in ordered_views() if view.available(facts)]
 
 
-def hosts_offering(view: View, hosts: Sequence[str], profiles: Mapping[str, Profile]) -> list[str]:
+def hosts_offering(
+    view: View, hosts: Sequence[str], profiles: Mapping[str, Profile | HostFacts]
+) -> list[str]:
     """The hosts of a run whose `data` answer for `view` is a document, in the run's order.
 
-    `hosts` are the run's hosts; `profiles` the readable ones. A host is offered when the view
-    is available on that host's profile alone (what `data` checks for a host); `ALL_HOSTS`
+    `hosts` are the run's hosts; `profiles` the readable ones (decoded, or their `HostFacts`).
+    A host is offered when the view is available on that host's profile alone (what `data`
+    checks for a host); `ALL_HOSTS`
     comes first when the view combines hosts, the run has several, every one is readable and
     the view is available on them together. An unreadable host is offered only by the views
     that show any file (available with no facts at all: profile_info), whose answer, a 422,
     says why the file cannot be read.
     """
     shows_any_file = view.available(_NO_FACTS)
+    facts = {h: as_facts(p) for h, p in profiles.items()}
     offered = [
         host for host in hosts
-        if (view.available(RunFacts.of({host: profiles[host]})) if host in profiles
+        if (view.available(RunFacts.combine({host: facts[host]})) if host in facts
             else shows_any_file)
     ]
-    if (view.combines_hosts and len(hosts) > 1 and len(profiles) == len(hosts)
-            and view.available(RunFacts.of(profiles))):
+    if (view.combines_hosts and len(hosts) > 1 and len(facts) == len(hosts)
+            and view.available(RunFacts.combine(facts))):
         offered.insert(0, ALL_HOSTS)
     return offered
 

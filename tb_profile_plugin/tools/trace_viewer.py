@@ -29,6 +29,7 @@ VERSION = 1
 DEFAULT_RESOLUTION = 1600
 _PS_PER_MS = 1e9
 _PS_PER_US = 1e6
+_PS_PER_DAY = 86_400e12
 
 
 def _processes(trace: TraceSet) -> list[dict[str, Any]]:
@@ -66,6 +67,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
     columns: dict[str, list[np.ndarray]] = {k: [] for k in (
         "id", "pid", "tid", "name", "start", "duration", "depth")}
     filtered = 0
+    density: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "pid", "tid", "depth", "name", "start", "end", "count")}
     for h in trace.hosts:
         index = h.index
         visible = visible_events(index, a_ps - h.shift_ps, b_ps - h.shift_ps, resolution)
@@ -83,12 +86,33 @@ def build(request: ViewRequest) -> dict[str, Any]:
         columns["start"].append((start + h.shift_ps) / _PS_PER_US)
         columns["duration"].append((index.end_ps[ids] - start) / _PS_PER_US)
         columns["depth"].append(index.depth[ids])
+        blocks = visible.blocks
+        if len(blocks):
+            block_track = index.segment_track[blocks.segment]
+            used, inverse = np.unique(index.name_id[blocks.first_id], return_inverse=True)
+            remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
+                              for u in used.tolist()], np.int64)
+            density["pid"].append(h.track_pid[block_track])
+            density["tid"].append(h.track_tid[block_track])
+            density["depth"].append(index.depth[blocks.first_id])
+            density["name"].append(remap[inverse.ravel()])
+            density["start"].append((blocks.start_ps + h.shift_ps) / _PS_PER_US)
+            density["end"].append((blocks.end_ps + h.shift_ps) / _PS_PER_US)
+            density["count"].append(blocks.count)
 
     def cat(key: str) -> list[Any]:
         return np.concatenate(columns[key]).tolist() if columns[key] else []
 
     events = {"id": cat("id"), "pid": cat("pid"), "tid": cat("tid"), "name": cat("name"),
               "start_us": cat("start"), "duration_us": cat("duration"), "depth": cat("depth")}
+
+    def block_column(key: str) -> list[Any]:
+        return np.concatenate(density[key]).tolist() if density[key] else []
+
+    blocks_doc = {"pid": block_column("pid"), "tid": block_column("tid"),
+                  "depth": block_column("depth"), "name": block_column("name"),
+                  "start_us": block_column("start"), "end_us": block_column("end"),
+                  "count": block_column("count")}
     diagnostics = Diagnostics()
     for h in trace.hosts:
         for error in dict.fromkeys(h.index.profile.errors):
@@ -97,9 +121,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
             diagnostics.info.append(
                 f"{h.host}: {h.index.num_derived_events} events on derived device tracks "
                 "(Steps, TensorFlow Ops, XLA Ops) made from the kernels")
-    if trace.combined:
+    if trace.combined and trace.aligned:
         diagnostics.info.append(
             f"{len(trace.hosts)} hosts on one time axis, aligned by absolute time")
+    elif trace.combined:
+        diagnostics.warnings.append(
+            f"the hosts' clocks are {trace.clock_span_ps / _PS_PER_DAY:,.1f} days apart (captures "
+            "made at different times, or a host without an absolute start time): too far for "
+            "one time axis, so each host is shown from its own first event at 0 and times of "
+            "different hosts are not comparable; open one host to see its own clock")
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
         origin_ns=trace.origin_ns,
@@ -113,6 +143,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         processes=_processes(trace),
         strings=list(strings),
         events=events,
+        density=blocks_doc,
     )
 
 

@@ -14,6 +14,20 @@ overlaps the window (`start <= b` and `end >= a`) is returned when
 every other overlapping event is counted in `filtered_events`. Nothing is filtered at
 resolution 0, when a pixel is at most 1 ps, or when the window holds at most
 `UNFILTERED_MAX_EVENTS` events of a host (a zoomed-in window is always complete).
+
+Density blocks. Where events are filtered, the events kept in a dense stretch are only a
+sample of it, so a window also reports the stretches themselves (`DensityBlocks`): per
+(track, depth), a run of overlapping events narrower than a pixel in which each next one
+starts at most a pixel after the previous one ends, with at least two events, is a block
+`[first start, last end]` with its event count (kept and filtered). A wide event ends a run:
+
+    pixel:   |    |    |    |    |    |
+    events:  ▏▏ ▏▏▏ ▏▏▏▏   ▏▏▏ ████████ ▏
+    blocks:  [ 12 events ]  [3]          (a lone sub-pixel event is no block)
+
+One pass of numpy over the candidates: "joins the previous" is a comparison with the
+previous element, runs are a cumulative sum of their first elements, counts a difference of
+run offsets, ends a `maximum.reduceat`.
 """
 
 from __future__ import annotations
@@ -30,6 +44,9 @@ from tb_profile_plugin.xspace.model import Profile
 
 #: A window holding at most this many events (per host) is returned whole at any resolution.
 UNFILTERED_MAX_EVENTS = 10_000
+#: Hosts whose events span more than this (a week, in ps) on the absolute time axis are not
+#: aligned: int64 ps would overflow at 106 days, float µs lose the ns at 104 days.
+MAX_ALIGNED_SPAN_PS = 7 * 24 * 3600 * 10**12
 #: Answers kept per index (the full view and the last pans are asked for again and again).
 _CACHED_WINDOWS = 16
 _cache_lock = threading.Lock()
@@ -52,6 +69,10 @@ class TraceSet:
     origin_ns: int  # Unix ns of shown time 0
     end_ps: int  # shown time of the last event end
     combined: bool  # several hosts: process names carry the host
+    #: Whether the hosts share one time axis (False: their clocks are more than
+    #: `MAX_ALIGNED_SPAN_PS` apart, and each host starts at 0; `clock_span_ps` says how far).
+    aligned: bool = True
+    clock_span_ps: int = 0
 
     @property
     def total_events(self) -> int:
@@ -66,16 +87,23 @@ class TraceSet:
 
 
 def trace_set(profiles: Mapping[str, Profile]) -> TraceSet:
+    """The hosts on one time axis, aligned by absolute time; hosts whose clocks are more than
+    `MAX_ALIGNED_SPAN_PS` apart (captures of different days in one run, or a host without an
+    absolute start time beside one with it) each start at 0 instead (`aligned` False): shown
+    times stay int64 picoseconds and keep their precision as float microseconds."""
     indexes = {host: trace_index(p) for host, p in profiles.items()}
     zero_ps = {h: i.absolute_origin_ns * 1000 for h, i in indexes.items()}
     with_events = [h for h, i in indexes.items() if len(i)]
     earliest = min((zero_ps[h] + indexes[h].first_ps for h in with_events),
                    default=min(zero_ps.values(), default=0))
+    latest = max((zero_ps[h] + indexes[h].last_ps for h in with_events), default=earliest)
+    clock_span_ps = latest - earliest
+    aligned = clock_span_ps <= MAX_ALIGNED_SPAN_PS
     hosts: list[HostTrace] = []
     id_offset = pid_offset = 0
     end_ps = 0
     for host, index in indexes.items():
-        shift = zero_ps[host] - earliest
+        shift = zero_ps[host] - earliest if aligned else -index.first_ps
         pids = [pid_offset + p.pid for p in index.processes for _ in p.threads]
         tids = [t.tid for p in index.processes for t in p.threads]
         hosts.append(HostTrace(host, index, shift, id_offset, pid_offset,
@@ -84,13 +112,55 @@ def trace_set(profiles: Mapping[str, Profile]) -> TraceSet:
             end_ps = max(end_ps, index.last_ps + shift)
         id_offset += len(index)
         pid_offset += len(index.processes)
-    return TraceSet(hosts, earliest // 1000, end_ps, len(indexes) > 1)
+    return TraceSet(hosts, earliest // 1000, end_ps, len(indexes) > 1, aligned,
+                    clock_span_ps)
+
+
+@dataclass(frozen=True)
+class DensityBlocks:
+    """Runs of sub-pixel events (module docstring), sorted by (segment, start)."""
+
+    segment: np.ndarray  # int64: (track, depth) segment of the index
+    start_ps: np.ndarray  # int64: start of the run's first event (index time)
+    end_ps: np.ndarray  # int64: latest end in the run
+    count: np.ndarray  # int64: events in the run, >= 2
+    first_id: np.ndarray  # int64: index id of the run's first event (its name colours it)
+
+    def __len__(self) -> int:
+        return len(self.count)
+
+
+_EMPTY = np.zeros(0, np.int64)
+NO_BLOCKS = DensityBlocks(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
 
 
 @dataclass(frozen=True)
 class Visible:
     ids: np.ndarray  # index event ids, sorted by (track, start, id)
     num_filtered: int
+    #: Dense stretches; empty when nothing was filtered (the events then tell everything).
+    blocks: DensityBlocks = NO_BLOCKS
+
+
+def density_blocks(
+    ids: np.ndarray, segment: np.ndarray, start: np.ndarray, end: np.ndarray, pixel_ps: float,
+) -> DensityBlocks:
+    """The density blocks of overlapping events `ids` (in segment order, by start within a
+    segment; `start`/`end` theirs, ps) at a pixel of `pixel_ps`."""
+    sub = (end - start) < pixel_ps
+    joins = np.zeros(len(ids), bool)
+    joins[1:] = (sub[1:] & sub[:-1] & (segment[1:] == segment[:-1])
+                 & (start[1:] <= end[:-1] + pixel_ps))
+    members = np.flatnonzero(sub)
+    if len(members) == 0:
+        return NO_BLOCKS
+    offsets = np.flatnonzero(~joins[members])  # run starts, as positions in `members`
+    counts = np.diff(np.append(offsets, len(members)))
+    ends = np.maximum.reduceat(end[members], offsets)
+    firsts = members[offsets]
+    keep = counts >= 2
+    firsts = firsts[keep]
+    return DensityBlocks(segment[firsts], start[firsts], ends[keep], counts[keep], ids[firsts])
 
 
 def visible_events(
@@ -152,15 +222,18 @@ def _visible_events(
     overlapping = index.end_ps[ids] >= a_ps
     ids, segment = ids[overlapping], segment[overlapping]
     num_filtered = 0
+    blocks = NO_BLOCKS
     pixel_ps = (b_ps - a_ps) / resolution if resolution > 0 else 0.0
     if pixel_ps > 1.0 and len(ids) > unfiltered_max_events:
         start = index.start_ps[ids]
+        end = index.end_ps[ids]
+        blocks = density_blocks(ids, segment, start, end, pixel_ps)
         column = np.floor((np.maximum(start, a_ps) - a_ps) / pixel_ps).astype(np.int64)
-        keep = (index.end_ps[ids] - start) >= pixel_ps
+        keep = (end - start) >= pixel_ps
         keep[0] = True
         keep[1:] |= (column[1:] != column[:-1]) | (segment[1:] != segment[:-1])
         num_filtered = int(len(ids) - np.count_nonzero(keep))
         ids, segment = ids[keep], segment[keep]
     track = index.segment_track[segment]
     order = np.lexsort((ids, index.start_ps[ids], track))
-    return Visible(ids[order], num_filtered)
+    return Visible(ids[order], num_filtered, blocks)

@@ -249,3 +249,42 @@ def test_all_hosts_aligned_by_absolute_time() -> None:
     assert sorted(ev["id"]) == [0, 1]
     assert d["full_timespan_ms"] == [0.0, 0.007]
     assert trace_index(profiles["a"]) is trace_index(profiles["a"])
+
+
+@pytest.mark.parametrize("gap", ["relative_clock", "200_days"])
+def test_all_hosts_with_clocks_far_apart_each_start_at_zero(gap: str) -> None:
+    """Hosts whose clocks cannot share an int64-ps axis (a host without an absolute start time
+    beside one with it; captures 200 days apart) used to fail with OverflowError (HTTP 500)."""
+    def host(start_ns: int | None, name: str) -> Profile:
+        b = XSpaceBuilder()
+        if start_ns is not None:
+            b.plane("Task Environment").plane_stat("profile_start_time", Uint(start_ns))
+        line = b.plane("/host:CPU").line("python", line_id=1, timestamp_ns=10)
+        line.event(name, 1_000_000, 2_000_000)
+        line.event(name + "_2", 4_000_000, 1_000_000)
+        return decode_xspace(b.serialize())
+
+    base = 1_763_800_000_000_000_000
+    other = None if gap == "relative_clock" else base + 200 * 86_400 * 10**9
+    profiles = {"a": host(base, "a_first"), "b": host(other, "b_first")}
+    trace = trace_set(profiles)
+    assert not trace.aligned
+    d = registry.VIEWS["trace_viewer"].build(
+        registry.ViewRequest("r", "ALL_HOSTS", profiles, {"resolution": "0"}))
+    ev = d["events"]
+    starts = {d["strings"][n]: s for n, s in zip(ev["name"], ev["start_us"], strict=True)}
+    assert starts == {"a_first": 0.0, "a_first_2": 3.0, "b_first": 0.0, "b_first_2": 3.0}
+    assert d["full_timespan_ms"] == [0.0, 0.004]
+    assert d["returned_events"] == d["total_events"] == 4
+    assert any("clocks are" in w and "days apart" in w for w in d["diagnostics"]["warnings"])
+    # Windows, details and search work on the same axis.
+    window = registry.VIEWS["trace_viewer"].build(registry.ViewRequest(
+        "r", "ALL_HOSTS", profiles, {"start_time_ms": "0.0025", "end_time_ms": "0.0035"}))
+    assert window["returned_events"] == 2
+    from tb_profile_plugin.tools import trace_viewer
+
+    request = registry.ViewRequest("r", "ALL_HOSTS", profiles, {"event_id": "3"})
+    assert trace_viewer.event(request)["event"]["start_us"] == 3.0
+    found = trace_viewer.search_route(registry.ViewRequest("r", "ALL_HOSTS", profiles,
+                                                           {"q": "b_first_2"}))
+    assert found["total_matches"] == 1 and found["match"]["start_us"] == 3.0

@@ -1,0 +1,63 @@
+"""What one host's profile holds, cheaply: its planes, event names, event count and messages.
+
+`HostFacts` is what the server needs of a host to say which views a run offers (the `run_tools`
+and `hosts` routes, tools/registry.py `RunFacts`) and to report the profiler's own errors and
+warnings, without keeping the decoded host. For ALL_HOSTS the facts of every host come from the
+executor's workers (`host_facts_file`, analysis/host_pool.py), so the server never decodes
+the hosts of a pod itself; a few kB per host come back.
+
+A file that cannot be read gives facts whose `failure` is the `ProfileError` saying why
+(unreadable, or gone), so one bad host does not hide the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tb_profile_plugin.errors import NotFound, ProfileError, UnreadableProfile
+from tb_profile_plugin.xspace.model import Profile
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    plane_names: frozenset[str]
+    #: Every event metadata name of every plane (not the events themselves).
+    event_names: frozenset[str]
+    num_events: int
+    #: The XSpace's own errors and warnings, in the profile's order, without repeats.
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    #: Why the file could not be read (UnreadableProfile or NotFound); None when it could.
+    failure: ProfileError | None = None
+
+    @property
+    def readable(self) -> bool:
+        return self.failure is None
+
+
+def host_facts(profile: Profile) -> HostFacts:
+    """The facts of a decoded profile (metadata tables only, never a pass over events)."""
+    events: set[str] = set()
+    for plane in profile.planes:
+        events.update(plane.event_metadata.names.tolist())
+    return HostFacts(
+        plane_names=frozenset(plane.name for plane in profile.planes),
+        event_names=frozenset(events), num_events=profile.num_events,
+        errors=tuple(dict.fromkeys(profile.errors)),
+        warnings=tuple(dict.fromkeys(profile.warnings)),
+    )
+
+
+def unreadable_facts(failure: ProfileError) -> HostFacts:
+    return HostFacts(frozenset(), frozenset(), 0, failure=failure)
+
+
+def host_facts_file(path: str) -> HostFacts:
+    """The facts of one host file, decoded through the disk cache and then dropped (a pure
+    function for the executor's workers: the analysis that follows reloads the cached columns)."""
+    from tb_profile_plugin.xspace.store import ProfileStore
+
+    try:
+        return host_facts(ProfileStore(max_bytes=0).open(path))
+    except (UnreadableProfile, NotFound) as exc:
+        return unreadable_facts(exc)
