@@ -45,9 +45,11 @@ def _short(value: Hook | None) -> str:
 
 
 def settled(h: Hook) -> bool:
-    """Drawn, nothing loading, and the last frame drew the last loaded window."""
+    """Drawn, no input waiting for its frame, nothing loading, and the last frame drew the last
+    loaded window."""
     return (
         h["frames"] > 0
+        and not h.get("frame_pending", False)
         and not h["loading"]
         and h["loaded"] is not None
         and h["drawn_url"] == h["loaded"]["url"]

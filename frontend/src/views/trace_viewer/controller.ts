@@ -14,12 +14,20 @@
  * screens (the ratio is re-read on every resize and when it changes, e.g. browser zoom).
  */
 import type { TraceWindow } from "./data";
-import { GUTTER_WIDTH_PX, RULER_HEIGHT_PX, drawFrame, type FlowArrow, type PlacedEvent } from "./draw";
-import { HIT_SLOP_PX, hitTest, type Hit } from "./hit";
-import { layoutRows, rowOfEvent, type Layout } from "./layout";
+import {
+  GUTTER_WIDTH_PX,
+  RULER_HEIGHT_PX,
+  drawFrame,
+  type DrawnBlock,
+  type FlowArrow,
+  type PlacedEvent,
+} from "./draw";
+import { HIT_SLOP_PX, blockAt, hitTest, type Hit } from "./hit";
+import { layoutRows, rowAt, rowOfEvent, type Layout } from "./layout";
 import { newHook, publish, unpublish, type TraceHook } from "./test_hook";
 import {
   clampView,
+  formatDuration,
   fullView,
   panBy,
   timeAt,
@@ -27,7 +35,15 @@ import {
   zoomAt,
   type TimeView,
 } from "./viewport";
-import { WindowLoader, covers, requestFor, type WindowRequest } from "./window_cache";
+import {
+  WindowLoader,
+  WindowStore,
+  covers,
+  prefetchViews,
+  requestFor,
+  type LoadedCoverage,
+  type WindowRequest,
+} from "./window_cache";
 
 export interface ControllerEvents {
   readonly onSelect: (event: PlacedEvent | null) => void;
@@ -35,15 +51,53 @@ export interface ControllerEvents {
   readonly onWindow: (win: TraceWindow) => void;
   readonly onError: (message: string) => void;
   readonly onMeasure: (measure: TimeView | null) => void;
+  /** What the pointer is over, for the hover note (null: nothing to say). */
+  readonly onHover: (hover: HoverInfo | null) => void;
 }
+
+/** The hover note: where (canvas CSS px) and what. */
+export interface HoverInfo {
+  readonly x: number;
+  readonly y: number;
+  readonly kind: "block" | "event" | "thread";
+  readonly text: string;
+  /** Events under the pointer (a block's count; 1 for an event). */
+  readonly count: number;
+}
+
+/** The widest drawn blocks reported to the test hook. */
+const MAX_HOOK_BLOCKS = 20;
 
 export type WindowFetcher = (request: WindowRequest) => Promise<{ win: TraceWindow; url: string }>;
 
 const FRAME_HISTORY = 60;
 
+interface Kept {
+  readonly win: TraceWindow;
+  readonly url: string;
+  readonly coverage: LoadedCoverage;
+}
+
+function kept(win: TraceWindow, url: string): Kept {
+  return {
+    win,
+    url,
+    coverage: { windowMs: win.windowMs, resolution: win.resolution, filteredEvents: win.filteredEvents },
+  };
+}
+
 export class TraceController {
   private readonly ctx: CanvasRenderingContext2D;
   private readonly loader: WindowLoader<{ win: TraceWindow; url: string }>;
+  /** Windows loaded or prefetched, for reuse when the view leaves the shown one. */
+  private readonly store = new WindowStore<Kept>();
+  /** Switches to a kept window that had been prefetched (they count as requests). */
+  private reused = 0;
+  /** The density blocks of the last frame (hover and click find them here). */
+  private drawnBlocks: readonly DrawnBlock[] = [];
+  private hoverKey = "";
+  /** The pointer's canvas x (CSS px), null when it is not over the timeline. */
+  pointerX: number | null = null;
   private readonly resizeObserver: ResizeObserver;
   private readonly hook: TraceHook = newHook();
   private readonly fullUs: number;
@@ -59,6 +113,10 @@ export class TraceController {
   private dpr = 1;
   private frameRequest = 0;
   private disposed = false;
+  /** When the first input since the last frame changed the view (performance.now() ms). */
+  private inputAt: number | null = null;
+  /** The input that took the view out of the loaded window, while it is not yet covered. */
+  private uncoveredSince: number | null = null;
   private readonly onScroll = (): void => this.schedule();
 
   constructor(
@@ -78,22 +136,25 @@ export class TraceController {
     this.viewValue = fullView(this.fullUs);
     this.layoutCache = layoutRows(initial.processes, this.collapsed);
     this.setLoaded(initial, initialUrl);
-    this.loader = new WindowLoader(
-      fetcher,
-      ({ win, url }) => {
-        this.win = win;
-        this.setLoaded(win, url);
-        events.onWindow(win);
+    this.store.add(kept(initial, initialUrl));
+    this.loader = new WindowLoader(fetcher, {
+      onLoaded: ({ win, url }) => {
+        this.store.add(kept(win, url));
+        this.show(win, url);
         this.schedule();
       },
-      (error) => events.onError(error instanceof Error ? error.message : String(error)),
-      (busy) => {
+      onPrefetched: ({ win, url }) => {
+        this.store.add(kept(win, url));
+        this.schedule();
+      },
+      onError: (error) => events.onError(error instanceof Error ? error.message : String(error)),
+      onBusy: (busy) => {
         this.hook.loading = busy;
-        this.hook.requests = this.loader.requests;
+        this.hook.requests = this.loader.requests + this.reused;
         publish(this.hook);
         events.onBusy(busy);
       },
-    );
+    });
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(scroller);
     scroller.addEventListener("scroll", this.onScroll, { passive: true });
@@ -133,11 +194,58 @@ export class TraceController {
       const hit = hitTest(null, this.layoutCache, contentY, 0, 0);
       return hit.kind === "process" ? hit : { kind: "none" };
     }
+    const block = blockAt(this.drawnBlocks, x, y, HIT_SLOP_PX);
+    if (block !== null) return { kind: "block", block };
     const slopUs = (HIT_SLOP_PX * (this.viewValue.endUs - this.viewValue.startUs)) / this.trackWidthPx;
     return hitTest(this.win, this.layoutCache, contentY, this.timeAtX(x), slopUs);
   }
 
+  /**
+   * A click on a density block: zoom into it, selecting nothing. The view becomes the block
+   * (with a margin of 5 %), or, for a block wider than a quarter of the view, a 4x zoom
+   * about the click, so the events it stands for spread out.
+   */
+  zoomIntoBlock(block: DrawnBlock, x: number): void {
+    const spanUs = block.endUs - block.startUs;
+    const viewUs = this.viewValue.endUs - this.viewValue.startUs;
+    if (spanUs * 1.1 > viewUs / 4) this.zoom(4, x);
+    else this.setView({ startUs: block.startUs - spanUs * 0.05, endUs: block.endUs + spanUs * 0.05 });
+  }
+
+  /** Says what is under the pointer at canvas (x, y) (null: the pointer left). */
+  hover(x: number | null, y: number): void {
+    let info: HoverInfo | null = null;
+    if (x !== null && y >= RULER_HEIGHT_PX) {
+      const hit = this.hitAt(x, y);
+      if (hit.kind === "block") {
+        const { block } = hit;
+        const count = block.count.toLocaleString("en-US");
+        info = {
+          x,
+          y,
+          kind: "block",
+          count: block.count,
+          text: `${count} events from ${formatDuration(block.startUs)} to ${formatDuration(block.endUs)} (${formatDuration(block.endUs - block.startUs)}), too small to draw one by one: click to zoom in`,
+        };
+      } else if (hit.kind === "event") {
+        const e = hit.event;
+        info = { x, y, kind: "event", count: 1, text: `${e.name} · ${formatDuration(e.durationUs)}` };
+      } else if (x < GUTTER_WIDTH_PX) {
+        const row = this.layoutCache.rows[rowAt(this.layoutCache, y - RULER_HEIGHT_PX + this.scroller.scrollTop)];
+        if (row !== undefined && row.kind === "track")
+          info = { x, y, kind: "thread", count: 0, text: `${row.process.name} / ${row.thread.name}` };
+      }
+    }
+    const key = info === null ? "" : `${info.kind}:${info.text}:${Math.round(info.x)}:${Math.round(info.y)}`;
+    if (key === this.hoverKey) return;
+    this.hoverKey = key;
+    this.hook.hover = info === null ? null : { kind: info.kind, count: info.count, text: info.text };
+    publish(this.hook);
+    this.events.onHover(info);
+  }
+
   setView(view: TimeView): void {
+    this.inputAt ??= performance.now();
     this.viewValue = clampView(view, this.fullUs);
     this.schedule();
   }
@@ -220,6 +328,9 @@ export class TraceController {
 
   schedule(): void {
     if (this.frameRequest || this.disposed) return;
+    // Readers of the hook learn at once that what it shows is about to change.
+    this.hook.frame_pending = true;
+    publish(this.hook);
     this.frameRequest = requestAnimationFrame(() => {
       this.frameRequest = 0;
       this.frame();
@@ -253,6 +364,12 @@ export class TraceController {
     this.schedule();
   }
 
+  private show(win: TraceWindow, url: string): void {
+    this.win = win;
+    this.setLoaded(win, url);
+    this.events.onWindow(win);
+  }
+
   private setLoaded(win: TraceWindow, url: string): void {
     this.hook.loaded = {
       url,
@@ -270,6 +387,16 @@ export class TraceController {
     if ((window.devicePixelRatio || 1) !== this.dpr) this.resize();
     if (this.widthPx <= 0 || this.heightPx <= 0) return;
     const started = performance.now();
+    if (!this.coversView(this.win)) {
+      // The view left the shown window: the wait for new data starts at the input.
+      this.uncoveredSince ??= this.inputAt ?? started;
+      // A kept window (loaded before, or prefetched) may show the view: switch at once.
+      const reuse = this.store.find(this.viewValue, this.trackWidthPx, this.fullUs);
+      if (reuse !== null) {
+        this.reused += 1;
+        this.show(reuse.win, reuse.url);
+      }
+    }
     this.ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     const stats = drawFrame(this.ctx, {
       widthPx: this.widthPx,
@@ -285,6 +412,7 @@ export class TraceController {
     const elapsed = performance.now() - started;
     const hook = this.hook;
     hook.frames += 1;
+    hook.frame_pending = false;
     hook.last_frame_ms = elapsed;
     hook.frame_ms.push(elapsed);
     if (hook.frame_ms.length > FRAME_HISTORY) hook.frame_ms.shift();
@@ -296,24 +424,64 @@ export class TraceController {
     hook.drawn_rects = stats.rects;
     hook.drawn_texts = stats.texts;
     hook.targets = stats.targets;
-    hook.requests = this.loader.requests;
+    this.drawnBlocks = stats.blocks;
+    hook.drawn_blocks = stats.blocks.length;
+    hook.blocks = [...stats.blocks]
+      .sort((a, b) => b.w - a.w)
+      .slice(0, MAX_HOOK_BLOCKS)
+      .map((b) => ({ row: b.row, x: b.x, y: b.y, w: b.w, h: b.h, count: b.count, start_us: b.startUs, end_us: b.endUs }));
+    hook.ruler_labels = [...stats.rulerLabels];
     hook.drawn_url = hook.loaded?.url ?? null;
     hook.flow_arrows = stats.flows;
-    this.ensureCoverage();
+    const covered = this.ensureCoverage();
+    const drawnAt = performance.now();
+    if (covered && this.uncoveredSince !== null) {
+      // New data drawn for a view the previous windows could not show: input -> this frame.
+      hook.data_latency_ms.push(drawnAt - this.uncoveredSince);
+      if (hook.data_latency_ms.length > FRAME_HISTORY) hook.data_latency_ms.shift();
+      this.uncoveredSince = null;
+    }
+    this.inputAt = null;
+    if (covered) this.prefetch();
+    hook.requests = this.loader.requests + this.reused;
+    hook.prefetches = this.loader.prefetches;
+    hook.prefetching = this.loader.prefetching;
+    hook.kept_windows = this.store.size;
     publish(hook);
   }
 
-  /** Asks for a new window when the loaded one no longer covers the view. */
-  private ensureCoverage(): void {
+  private coversView(win: TraceWindow): boolean {
     const coverage = {
-      windowMs: this.win.windowMs,
-      resolution: this.win.resolution,
-      filteredEvents: this.win.filteredEvents,
+      windowMs: win.windowMs,
+      resolution: win.resolution,
+      filteredEvents: win.filteredEvents,
     };
-    if (covers(coverage, this.viewValue, this.trackWidthPx, this.fullUs)) {
+    return covers(coverage, this.viewValue, this.trackWidthPx, this.fullUs);
+  }
+
+  /** Asks for a new window when the shown one does not cover the view; false then. */
+  private ensureCoverage(): boolean {
+    if (this.coversView(this.win)) {
       this.loader.cancelQueued();
-      return;
+      return true;
     }
     this.loader.ask(requestFor(this.viewValue, this.trackWidthPx, this.fullUs));
+    return false;
+  }
+
+  /** Prefetches the first likely next view that no kept window shows (one at a time). */
+  private prefetch(): void {
+    if (!this.loader.idle || this.loader.prefetching) return;
+    const view = this.viewValue;
+    const at =
+      this.pointerX !== null && this.pointerX >= GUTTER_WIDTH_PX
+        ? this.timeAtX(this.pointerX)
+        : (view.startUs + view.endUs) / 2;
+    for (const candidate of prefetchViews(view, at)) {
+      const next = clampView(candidate, this.fullUs);
+      if (this.store.find(next, this.trackWidthPx, this.fullUs) !== null) continue;
+      this.loader.prefetch(requestFor(next, this.trackWidthPx, this.fullUs));
+      return;
+    }
   }
 }

@@ -53,6 +53,50 @@ export interface TraceWindow {
   readonly depth: Int32Array;
   /** Row key `rowKey(pid, tid, depth)` -> the row's events. */
   readonly rows: ReadonlyMap<string, RowEvents>;
+  /** Dense stretches of sub-pixel events (filtered windows only); see `DensityBlocks`. */
+  readonly density: DensityBlocks;
+}
+
+/**
+ * The server's density blocks (docs/api.md, "trace_viewer", `density`): per row, runs of
+ * events narrower than one of the window's pixels, with how many events each holds. Kept
+ * events inside a block are only a sample of it; the block is what is drawn.
+ */
+export interface DensityBlocks {
+  readonly name: Int32Array;
+  readonly startUs: Float64Array;
+  readonly endUs: Float64Array;
+  readonly count: Float64Array;
+  /** Row key -> the row's block indices, in start order (blocks of a row never overlap). */
+  readonly rows: ReadonlyMap<string, Int32Array>;
+}
+
+function parseDensity(value: unknown): DensityBlocks {
+  const r = record(value);
+  const length = numbers(r["count"]).length;
+  const pid = intColumn(r["pid"], length);
+  const tid = intColumn(r["tid"], length);
+  const depth = intColumn(r["depth"], length);
+  const members = new Map<string, number[]>();
+  for (let i = 0; i < length; i++) {
+    const key = rowKey(pid[i] ?? 0, tid[i] ?? 0, depth[i] ?? 0);
+    const list = members.get(key);
+    if (list) list.push(i);
+    else members.set(key, [i]);
+  }
+  const startUs = floatColumn(r["start_us"], length);
+  const rows = new Map<string, Int32Array>();
+  for (const [key, list] of members) {
+    list.sort((a, b) => (startUs[a] ?? 0) - (startUs[b] ?? 0));
+    rows.set(key, Int32Array.from(list));
+  }
+  return {
+    name: intColumn(r["name"], length),
+    startUs,
+    endUs: floatColumn(r["end_us"], length),
+    count: floatColumn(r["count"], length),
+    rows,
+  };
 }
 
 /** The key of a track row. */
@@ -189,6 +233,7 @@ export function parseWindow(doc: unknown): TraceWindow {
     durationUs,
     depth,
     rows: groupRows(pid, tid, depth, durationUs),
+    density: parseDensity(r["density"]),
   };
 }
 

@@ -7,13 +7,20 @@
  * are visited (layout.visibleRange), and in each row only the events inside the view (binary
  * search, then a walk until the first event that starts after the view).
  *
- * Per row, events narrower than a pixel are merged with their neighbours into one rectangle
- * (a run of sub-pixel events that touch within a pixel is drawn once, in the first event's
- * colour), so a dense region costs about one rectangle per pixel column. Rectangles are
- * collected per colour and each colour is filled as one path: fillStyle is set once per
- * palette entry per frame. Names are drawn only inside rectangles wide enough for a few
- * characters, cut to the width with an ellipsis (estimated from the font's average glyph
- * width, never measured per event).
+ * Per row, events narrower than a pixel are merged with their neighbours: a run of sub-pixel
+ * events that touch within a pixel is drawn once. A run of one event is a 1 px bar in its
+ * colour; a run of several is a *density block*, hatched (diagonal dark stripes over the
+ * first event's colour) so that it never reads as one long event, labelled "N events" where
+ * it is wide enough, and hovering it says how many events it holds. Where the window was
+ * filtered, the server's density blocks (data.ts `DensityBlocks`) join the runs with their
+ * true counts, and the sampled events inside them are not drawn one by one. So a dense region
+ * costs about one rectangle per pixel column, whatever it holds. Rectangles are collected
+ * per colour and each colour is filled as one path (solid, or its hatch pattern): fillStyle
+ * is set once per palette entry per frame. Names are drawn only inside rectangles wide enough
+ * for a few characters, cut to the width with an ellipsis (estimated from the font's average
+ * glyph width, never measured per event).
+ *
+ * The ruler's labels stay distinct at every zoom (viewport.ts `rulerTicks`).
  */
 import { PALETTE, SELECTED_OUTLINE, TEXT_COLOUR, colourIndex } from "./colour";
 import { eventName, firstVisible, rowKey, type TraceWindow } from "./data";
@@ -30,6 +37,8 @@ const MIN_TEXT_WIDTH_PX = 24;
 const ROW_TEXT_OFFSET_PX = 8;
 /** At most this many rectangles are reported as click targets (test hook). */
 const MAX_TARGETS = 20;
+/** A density block gets its "N events" label only if it is at least this wide (CSS px). */
+const MIN_BLOCK_LABEL_PX = 64;
 
 /** An event placed on the time axis: what selection, search and flows refer to. */
 export interface PlacedEvent {
@@ -69,6 +78,19 @@ export interface Target {
   readonly h: number;
 }
 
+/** A drawn density block: several events too small to draw one by one. */
+export interface DrawnBlock {
+  readonly row: string;
+  readonly x: number;
+  readonly y: number;
+  readonly w: number;
+  readonly h: number;
+  /** How many events it stands for. */
+  readonly count: number;
+  readonly startUs: number;
+  readonly endUs: number;
+}
+
 export interface FrameStats {
   /** Track rows drawn (inside the viewport, of expanded processes). */
   readonly rows: number;
@@ -83,6 +105,10 @@ export interface FrameStats {
   readonly flows: number;
   /** The widest drawn events, for tests that click one. */
   readonly targets: readonly Target[];
+  /** Every density block drawn (hover and click read them), in drawing order. */
+  readonly blocks: readonly DrawnBlock[];
+  /** The ruler's tick labels, left to right. */
+  readonly rulerLabels: readonly string[];
 }
 
 /** Content y of a row -> canvas y. */
@@ -92,8 +118,42 @@ function screenY(input: FrameInput, contentY: number): number {
 
 /** Rectangles per palette entry: flat [x, y, w, h, ...] lists, reused between frames. */
 const buckets: number[][] = PALETTE.map(() => []);
+/** Density blocks per palette entry, filled with that colour's hatch pattern. */
+const hatchedBuckets: number[][] = PALETTE.map(() => []);
 /** Text jobs of the frame: [x, y, w, event index, ...]. */
 const texts: number[] = [];
+/** One hatch pattern per palette entry (made on first use; patterns follow the transform). */
+const patterns = new Map<number, CanvasPattern | string>();
+
+/** Dark diagonal stripes over `colour`: the fill of density blocks. */
+function hatchPattern(ctx: CanvasRenderingContext2D, colour: number): CanvasPattern | string {
+  const made = patterns.get(colour);
+  if (made !== undefined) return made;
+  const base = PALETTE[colour] as string;
+  const tile = document.createElement("canvas");
+  tile.width = 6;
+  tile.height = 6;
+  const t = tile.getContext("2d");
+  let pattern: CanvasPattern | string = base;
+  if (t !== null) {
+    t.fillStyle = base;
+    t.fillRect(0, 0, 6, 6);
+    t.strokeStyle = "rgba(32, 33, 36, 0.45)";
+    t.lineWidth = 1.5;
+    t.beginPath();
+    // A 45° stripe that tiles seamlessly: the main diagonal and the two corner pieces.
+    t.moveTo(-1, 7);
+    t.lineTo(7, -1);
+    t.moveTo(-1, 1);
+    t.lineTo(1, -1);
+    t.moveTo(5, 7);
+    t.lineTo(7, 5);
+    t.stroke();
+    pattern = ctx.createPattern(tile, "repeat") ?? base;
+  }
+  patterns.set(colour, pattern);
+  return pattern;
+}
 let glyphWidthPx = 0;
 
 function averageGlyphWidth(ctx: CanvasRenderingContext2D): number {
@@ -112,6 +172,18 @@ export function fitText(text: string, widthPx: number, glyphPx: number): string 
   return `${text.slice(0, chars - 1)}…`;
 }
 
+/** The first index in `indices` (blocks in start order) whose block ends at or after `us`. */
+function firstBlockEnding(endUs: Float64Array, indices: Int32Array, us: number): number {
+  let lo = 0;
+  let hi = indices.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((endUs[indices[mid] ?? 0] ?? 0) < us) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Draws the events of one track row; adds its rectangles to the buckets. */
 function drawRowEvents(
   input: FrameInput,
@@ -119,46 +191,91 @@ function drawRowEvents(
   row: Row & { kind: "track" },
   trackWidth: number,
   targets: Target[],
+  blocks: DrawnBlock[],
   counts: { events: number; rects: number },
 ): void {
-  const events = win.rows.get(rowKey(row.process.pid, row.thread.tid, row.depth));
-  if (!events) return;
+  const key = rowKey(row.process.pid, row.thread.tid, row.depth);
+  const events = win.rows.get(key);
   const { view } = input;
   const scale = trackWidth / (view.endUs - view.startUs);
+  // The server's blocks stand for sub-pixel events only while its pixel is no wider than
+  // a screen pixel (a complete window zoomed in further is drawn from its events alone).
+  const serverPixelUs =
+    win.resolution > 0 ? ((win.windowMs[1] - win.windowMs[0]) * 1000) / win.resolution : Infinity;
+  const density = win.density;
+  const rowBlocks = serverPixelUs <= (1 / scale) * 1.001 ? density.rows.get(key) : undefined;
+  if (!events && !rowBlocks) return;
   const y = screenY(input, row.y) + 1;
   const h = row.height - 2;
-  const { indices } = events;
+  // The pending run of sub-pixel items (events, server blocks), in screen x.
+  let runStart = 0;
+  let runEnd = -Infinity;
+  let runColour = -1;
+  let runCount = 0;
+  let runStartUs = 0;
+  let runEndUs = 0;
+  const flush = (): void => {
+    if (runColour < 0) return;
+    const x = GUTTER_WIDTH_PX + Math.max(runStart, -2);
+    const w = Math.max(Math.min(runEnd, trackWidth + 2) - Math.max(runStart, -2), 1);
+    if (runCount >= 2) {
+      (hatchedBuckets[runColour] as number[]).push(x, y, w, h);
+      blocks.push({ row: key, x, y, w, h, count: runCount, startUs: runStartUs, endUs: runEndUs });
+    } else {
+      (buckets[runColour] as number[]).push(x, y, w, h);
+    }
+    counts.rects++;
+    runColour = -1;
+  };
+  /** Adds a sub-pixel item [x0, x1] holding `count` events to the run (or starts a new one). */
+  const add = (x0: number, x1: number, count: number, colour: number, s: number, e: number): void => {
+    if (runColour >= 0 && x0 <= runEnd + 1) {
+      if (x1 > runEnd) runEnd = x1;
+      if (e > runEndUs) runEndUs = e;
+      runCount += count;
+      return;
+    }
+    flush();
+    runColour = colour;
+    runStart = x0;
+    runEnd = Math.max(x1, x0 + 1);
+    runCount = count;
+    runStartUs = s;
+    runEndUs = e;
+  };
+  let b = rowBlocks ? firstBlockEnding(density.endUs, rowBlocks, view.startUs) : 0;
+  const blockCount = rowBlocks ? rowBlocks.length : 0;
+  let coveredUntilUs = -Infinity;
+  /** Adds the server blocks that start at or before `us` to the run. */
+  const addBlocksUntil = (us: number): void => {
+    while (rowBlocks && b < blockCount) {
+      const j = rowBlocks[b] as number;
+      const s = density.startUs[j] as number;
+      if (s > us || s > view.endUs) return;
+      const e = density.endUs[j] as number;
+      const colour = colourIndex(win.strings[density.name[j] ?? -1] ?? "");
+      add((s - view.startUs) * scale, (e - view.startUs) * scale, density.count[j] as number, colour, s, e);
+      coveredUntilUs = Math.max(coveredUntilUs, e);
+      b++;
+    }
+  };
+  const indices = events ? events.indices : new Int32Array(0);
   const start = win.startUs;
   const duration = win.durationUs;
-  let pendingStart = 0;
-  let pendingEnd = -Infinity;
-  let pendingColour = -1;
-  const flush = (): void => {
-    if (pendingColour < 0) return;
-    const list = buckets[pendingColour] as number[];
-    list.push(GUTTER_WIDTH_PX + pendingStart, y, Math.max(pendingEnd - pendingStart, 1), h);
-    counts.rects++;
-    pendingColour = -1;
-  };
-  for (let k = firstVisible(win, events, view.startUs); k < indices.length; k++) {
+  for (let k = events ? firstVisible(win, events, view.startUs) : 0; k < indices.length; k++) {
     const i = indices[k] as number;
     const s = start[i] as number;
     if (s > view.endUs) break;
     const d = duration[i] as number;
     if (s + d < view.startUs) continue;
     counts.events++;
+    addBlocksUntil(s);
     const x0 = (s - view.startUs) * scale;
     const x1 = x0 + d * scale;
     if (x1 - x0 < 1) {
-      // Sub-pixel: join the pending run if it touches it, else start a new run.
-      if (pendingColour >= 0 && x0 <= pendingEnd + 1) {
-        if (x1 > pendingEnd) pendingEnd = x1;
-      } else {
-        flush();
-        pendingColour = colourIndex(eventName(win, i));
-        pendingStart = x0;
-        pendingEnd = Math.max(x1, x0 + 1);
-      }
+      // Sub-pixel: inside a server block it is already counted there; else it joins the run.
+      if (s + d <= coveredUntilUs) continue;
+      add(x0, x1, 1, colourIndex(eventName(win, i)), s, s + d);
       continue;
     }
     flush();
@@ -174,10 +291,16 @@ function drawRowEvents(
       if (targets.length > MAX_TARGETS) targets.pop();
     }
   }
+  addBlocksUntil(view.endUs);
   flush();
 }
 
-function drawRuler(ctx: CanvasRenderingContext2D, input: FrameInput, trackWidth: number): void {
+function drawRuler(
+  ctx: CanvasRenderingContext2D,
+  input: FrameInput,
+  trackWidth: number,
+  labels: string[],
+): void {
   ctx.fillStyle = "#fafafa";
   ctx.fillRect(0, 0, input.widthPx, RULER_HEIGHT_PX);
   ctx.fillStyle = "#e0e0e0";
@@ -186,6 +309,7 @@ function drawRuler(ctx: CanvasRenderingContext2D, input: FrameInput, trackWidth:
   ctx.textBaseline = "middle";
   ctx.fillStyle = "#616161";
   const ticks = rulerTicks(input.view, trackWidth);
+  labels.push(...ticks.map((tick) => tick.label));
   ctx.beginPath();
   for (const tick of ticks) {
     const x = Math.round(GUTTER_WIDTH_PX + tick.x) + 0.5;
@@ -333,18 +457,28 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
   const rows = layout.rows.slice(first, last);
   const counts = { events: 0, rects: 0 };
   const targets: Target[] = [];
+  const blocks: DrawnBlock[] = [];
   const rowKeys: string[] = [];
   for (const list of buckets) list.length = 0;
+  for (const list of hatchedBuckets) list.length = 0;
   texts.length = 0;
   for (const row of rows) {
     if (row.kind !== "track") continue;
     rowKeys.push(rowKey(row.process.pid, row.thread.tid, row.depth));
-    if (win !== null) drawRowEvents(input, win, row, trackWidth, targets, counts);
+    if (win !== null) drawRowEvents(input, win, row, trackWidth, targets, blocks, counts);
   }
   // One path and one fillStyle per colour.
   buckets.forEach((list, colour) => {
     if (list.length === 0) return;
     ctx.fillStyle = PALETTE[colour] as string;
+    ctx.beginPath();
+    for (let k = 0; k < list.length; k += 4)
+      ctx.rect(list[k] as number, list[k + 1] as number, list[k + 2] as number, list[k + 3] as number);
+    ctx.fill();
+  });
+  hatchedBuckets.forEach((list, colour) => {
+    if (list.length === 0) return;
+    ctx.fillStyle = hatchPattern(ctx, colour);
     ctx.beginPath();
     for (let k = 0; k < list.length; k += 4)
       ctx.rect(list[k] as number, list[k + 1] as number, list[k + 2] as number, list[k + 3] as number);
@@ -364,11 +498,36 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
       ctx.fillText(label, left + 3, (texts[k + 1] as number) + ROW_TEXT_OFFSET_PX);
       textCount++;
     }
+    for (const block of blocks) {
+      const left = Math.max(block.x, GUTTER_WIDTH_PX);
+      const w = block.x + block.w - left;
+      if (w < MIN_BLOCK_LABEL_PX) continue;
+      const label = fitText(`${block.count.toLocaleString("en-US")} events`, w - 10, glyph);
+      if (!label) continue;
+      // On a light plate, so the label reads over the stripes.
+      const textW = label.length * glyph + 6;
+      ctx.fillStyle = "rgba(255, 255, 255, 0.85)";
+      ctx.fillRect(left + 2, block.y + 1, textW, block.h - 2);
+      ctx.fillStyle = TEXT_COLOUR;
+      ctx.fillText(label, left + 5, block.y + ROW_TEXT_OFFSET_PX);
+      textCount++;
+    }
   }
   drawSelection(ctx, input, trackWidth);
   const flows = drawFlows(ctx, input, trackWidth);
   drawRowChrome(ctx, input, rows);
-  drawRuler(ctx, input, trackWidth);
+  const rulerLabels: string[] = [];
+  drawRuler(ctx, input, trackWidth, rulerLabels);
   drawMeasure(ctx, input, trackWidth);
-  return { rows: rowKeys.length, rowKeys, events: counts.events, rects: counts.rects, texts: textCount, flows, targets };
+  return {
+    rows: rowKeys.length,
+    rowKeys,
+    events: counts.events,
+    rects: counts.rects,
+    texts: textCount,
+    flows,
+    targets,
+    blocks,
+    rulerLabels,
+  };
 }

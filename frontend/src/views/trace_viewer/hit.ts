@@ -3,10 +3,11 @@
  *
  * An event is hit when the time is inside it, or within a few pixels of it (tiny events stay
  * clickable); among several, the one containing the time wins, then the nearest, then the
- * shortest.
+ * shortest. A density block (many events too small to draw one by one) is hit before the
+ * events it stands for, so a click on it never picks one tiny event as if it were the block.
  */
 import { eventName, firstVisible, rowKey, type TraceWindow } from "./data";
-import type { PlacedEvent } from "./draw";
+import type { DrawnBlock, PlacedEvent } from "./draw";
 import { rowAt, type Layout, type Row } from "./layout";
 
 /** How far from an event (CSS px) a click still selects it. */
@@ -15,6 +16,7 @@ export const HIT_SLOP_PX = 3;
 export type Hit =
   | { readonly kind: "process"; readonly pid: number }
   | { readonly kind: "event"; readonly event: PlacedEvent }
+  | { readonly kind: "block"; readonly block: DrawnBlock }
   | { readonly kind: "none" };
 
 /** The event of `win` at index `i`, placed. */
@@ -58,6 +60,26 @@ export function eventAt(
     }
   }
   return best < 0 ? null : placedAt(win, best);
+}
+
+/** The drawn density block at canvas position (x, y), within `slopPx` across; null if none. */
+export function blockAt(
+  blocks: readonly DrawnBlock[],
+  x: number,
+  y: number,
+  slopPx: number,
+): DrawnBlock | null {
+  let best: DrawnBlock | null = null;
+  let bestDistance = Infinity;
+  for (const block of blocks) {
+    if (y < block.y || y > block.y + block.h) continue;
+    const distance = x < block.x ? block.x - x : x > block.x + block.w ? x - block.x - block.w : 0;
+    if (distance <= slopPx && distance < bestDistance) {
+      best = block;
+      bestDistance = distance;
+    }
+  }
+  return best;
 }
 
 /** What is at content position `contentY` and time `atUs`. */

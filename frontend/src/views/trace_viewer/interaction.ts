@@ -7,13 +7,17 @@
  *   drag                                    pan in time and scroll the rows
  *   shift + drag, or drag in measure mode   measure an interval (shown on the ruler)
  *   click                                   select the event (details below); click a
- *                                           process header to collapse or expand it
+ *                                           process header to collapse or expand it; click
+ *                                           a hatched density block to zoom into it
+ *   hover                                   a note: a block's event count, an event's
+ *                                           name and duration, a thread's full name
  *   W / S                                   zoom in / out about the pointer (held: smooth)
  *   A / D                                   pan left / right (held: smooth)
  *   0                                       show the whole trace
  *   Escape                                  clear the measurement, then the selection
  *
- * Keys act while the timeline has focus (a click on it gives it focus). A key press moves
+ * Keys act while the timeline has focus (it takes the focus when the view opens; a click on
+ * it gives it back). A key press moves
  * one step at once, and a held key keeps moving, at a rate per second, on animation frames.
  */
 import type { TraceController } from "./controller";
@@ -56,7 +60,6 @@ export function attachInteraction(
   canvas: HTMLCanvasElement,
   options: InteractionOptions,
 ): () => void {
-  let pointerX: number | null = null;
   let drag: Drag | null = null;
   const held = new Set<string>();
   let animation = 0;
@@ -101,7 +104,8 @@ export function attachInteraction(
 
   const onPointerMove = (event: PointerEvent): void => {
     const x = localX(event);
-    pointerX = x;
+    controller.pointerX = x;
+    if (drag === null) controller.hover(x, localY(event));
     if (drag === null || event.pointerId !== drag.pointerId) return;
     const y = localY(event);
     if (!drag.moved && Math.abs(x - drag.x) + Math.abs(y - drag.y) < CLICK_SLOP_PX) return;
@@ -123,18 +127,20 @@ export function attachInteraction(
     if (finished.moved) return;
     const hit = controller.hitAt(finished.x, finished.y);
     if (hit.kind === "process") controller.toggleProcess(hit.pid);
+    else if (hit.kind === "block") controller.zoomIntoBlock(hit.block, finished.x);
     else if (hit.kind === "event") controller.select(hit.event);
     else if (controller.measure !== null) controller.setMeasure(null);
     else controller.select(null);
   };
 
   const onPointerLeave = (): void => {
-    if (drag === null) pointerX = null;
+    if (drag === null) controller.pointerX = null;
+    controller.hover(null, 0);
   };
 
   const step = (keys: ReadonlySet<string>, seconds: number): void => {
-    if (keys.has("w")) controller.zoom(ZOOM_PER_S ** seconds, pointerX);
-    if (keys.has("s")) controller.zoom(ZOOM_PER_S ** -seconds, pointerX);
+    if (keys.has("w")) controller.zoom(ZOOM_PER_S ** seconds, controller.pointerX);
+    if (keys.has("s")) controller.zoom(ZOOM_PER_S ** -seconds, controller.pointerX);
     const px = PAN_VIEWS_PER_S * seconds * controller.trackWidthPx;
     if (keys.has("a")) controller.pan(-px);
     if (keys.has("d")) controller.pan(px);

@@ -3,7 +3,9 @@
  * not only the loaded window.
  *
  * Enter or "Next" goes to the next match, shift+Enter or "Previous" to the previous one; both
- * wrap around at the ends. A new query starts at the first match (matches are in time order).
+ * wrap around at the ends. A new query starts where the user is looking: at the first match
+ * that starts at or after the view's start (the route's `from_us`; matches are in time
+ * order), or going backwards at the last match before it. The status says "k of N".
  * Each match is handed to the timeline, which pans and zooms to it, expands its process,
  * scrolls its row into view and selects it.
  *
@@ -24,10 +26,12 @@ interface SearchState {
 interface SearchProps {
   readonly run: string;
   readonly host: string;
+  /** The start of the visible time range (µs from the trace origin). */
+  readonly viewStartUs: () => number;
   readonly onMatch: (event: PlacedEvent) => void;
 }
 
-export function SearchBox({ run, host, onMatch }: SearchProps) {
+export function SearchBox({ run, host, viewStartUs, onMatch }: SearchProps) {
   const [text, setText] = useState("");
   const [state, setState] = useState<SearchState | null>(null);
   const [busy, setBusy] = useState(false);
@@ -37,29 +41,32 @@ export function SearchBox({ run, host, onMatch }: SearchProps) {
   const go = async (delta: number): Promise<void> => {
     const query = text.trim();
     if (!query) return;
-    let index = 0;
-    if (state !== null && state.query === query && state.total > 0)
-      index = (((state.index + delta) % state.total) + state.total) % state.total;
-    else if (delta < 0) index = -1; // a new query, backwards: the last match (resolved below)
     const ticket = ++latest.current;
     setBusy(true);
     setError(null);
+    const ask = async (params: Record<string, string>) =>
+      record(await getJson<unknown>(routeUrl("trace_search", { run, host, q: query, ...params })));
     try {
-      let answer = record(
-        await getJson<unknown>(
-          routeUrl("trace_search", { run, host, q: query, index: String(Math.max(index, 0)) }),
-        ),
-      );
-      const total = num(answer["total_matches"]) ?? 0;
-      if (index < 0 && total > 1) {
-        index = total - 1;
-        answer = record(
-          await getJson<unknown>(routeUrl("trace_search", { run, host, q: query, index: String(index) })),
-        );
+      let answer: Record<string, unknown>;
+      if (state !== null && state.query === query && state.total > 0) {
+        const index = (((state.index + delta) % state.total) + state.total) % state.total;
+        answer = await ask({ index: String(index) });
+      } else {
+        // A new query: the first match at or after the view's start (the last one if none).
+        const fromUs = Math.max(0, viewStartUs());
+        answer = await ask({ from_us: String(fromUs) });
+        const total = num(answer["total_matches"]) ?? 0;
+        const at = num(answer["index"]) ?? 0;
+        const match = record(answer["match"]);
+        const startsAfter = (num(match["start_us"]) ?? 0) >= fromUs;
+        // Backwards: the last match before the view's start (wrapping to the last of all).
+        if (delta < 0 && total > 1 && startsAfter)
+          answer = await ask({ index: String((at - 1 + total) % total) });
       }
+      const total = num(answer["total_matches"]) ?? 0;
       if (ticket !== latest.current) return;
       const match = answer["match"];
-      const shown = num(answer["index"]) ?? Math.max(index, 0);
+      const shown = num(answer["index"]) ?? 0;
       setState({ query, total, index: shown });
       if (match !== null && typeof match === "object") {
         const m = record(match);

@@ -12,7 +12,8 @@
  * Hooks: trace-viewer (data-loading "true" while a window loads, data-total-events),
  * trace-canvas, trace-scroller, trace-counts, trace-loading, trace-error,
  * trace-measure-mode (aria-pressed), trace-measure (data-duration-us), trace-reset,
- * trace-collapse-all, trace-expand-all, trace-empty; search.tsx and details.tsx list theirs;
+ * trace-collapse-all, trace-expand-all, trace-empty, trace-hover (the note beside the pointer:
+ * data-kind block/event/thread, data-count); search.tsx and details.tsx list theirs;
  * window.__tbTrace (test_hook.ts) reports what each frame drew.
  */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
@@ -20,7 +21,7 @@ import { getJson, routeUrl } from "../../api";
 import { DiagnosticsPanel } from "../diagnostics";
 import { formatCount } from "../format";
 import { diagnosticsOf, type ViewProps } from "../types";
-import { TraceController } from "./controller";
+import { TraceController, type HoverInfo } from "./controller";
 import { parseWindow, type TraceWindow } from "./data";
 import { EventDetails } from "./details";
 import type { PlacedEvent } from "./draw";
@@ -46,6 +47,34 @@ function Counts({ win }: { win: TraceWindow }) {
   );
 }
 
+/** The note beside the pointer: a block's event count, an event's name, a thread's name. */
+function HoverNote({ hover }: { hover: HoverInfo }) {
+  return (
+    <div
+      data-testid="trace-hover"
+      data-kind={hover.kind}
+      data-count={String(hover.count)}
+      role="tooltip"
+      style={{
+        position: "absolute",
+        left: `${hover.x + 14}px`,
+        top: `${hover.y + 14}px`,
+        maxWidth: "420px",
+        padding: "3px 7px",
+        background: "rgba(33, 33, 33, 0.92)",
+        color: "#fff",
+        font: "12px system-ui, sans-serif",
+        borderRadius: "3px",
+        pointerEvents: "none",
+        overflowWrap: "anywhere",
+        zIndex: 2,
+      }}
+    >
+      {hover.text}
+    </div>
+  );
+}
+
 export function TraceViewer({ doc, run, host }: ViewProps) {
   const initial = useMemo(() => parseWindow(doc), [doc]);
   const scrollerRef = useRef<HTMLDivElement>(null);
@@ -59,6 +88,7 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
   const [selected, setSelected] = useState<PlacedEvent | null>(null);
   const [measure, setMeasure] = useState<TimeView | null>(null);
   const [measureMode, setMeasureMode] = useState(false);
+  const [hover, setHover] = useState<HoverInfo | null>(null);
   const diagnostics = diagnosticsOf(doc);
   const empty = initial.processes.length === 0;
 
@@ -95,12 +125,18 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
         },
         onError: setError,
         onMeasure: setMeasure,
+        onHover: setHover,
       },
     );
     controllerRef.current = controller;
     const detach = attachInteraction(controller, scroller, canvas, {
       measureMode: () => measureModeRef.current,
     });
+    // The keys (W/A/S/D, 0, Escape) work at once: the timeline has the focus from the start,
+    // unless the user is already typing somewhere else on the page.
+    const active = document.activeElement;
+    if (active === null || active === document.body || active === scroller)
+      scroller.focus({ preventScroll: true });
     return () => {
       detach();
       controller.dispose();
@@ -122,7 +158,12 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
       data-total-events={String(win.totalEvents)}
     >
       <div class="view-toolbar trace-toolbar">
-        <SearchBox run={run} host={host} onMatch={(event) => controllerRef.current?.reveal(event)} />
+        <SearchBox
+          run={run}
+          host={host}
+          viewStartUs={() => controllerRef.current?.view.startUs ?? 0}
+          onMatch={(event) => controllerRef.current?.reveal(event)}
+        />
         <button
           type="button"
           data-testid="trace-measure-mode"
@@ -174,7 +215,9 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
       </div>
       <p class="hint trace-help">
         Ctrl+wheel or W/S: zoom · drag, shift+wheel or A/D: pan · wheel: scroll rows ·
-        shift+drag: measure · click: select · 0: whole trace
+        shift+drag: measure · click: select (a hatched block of many small events: zoom into
+        it) · 0: whole trace · keys act while the timeline has the focus (it has it on load;
+        click it to give it back)
       </p>
       {error !== null ? (
         <p class="error-text trace-error" data-testid="trace-error" role="alert">
@@ -186,15 +229,18 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
           This profile has no events to show.
         </p>
       ) : null}
-      <div
-        class="trace-scroller"
-        data-testid="trace-scroller"
-        ref={scrollerRef}
-        tabIndex={0}
-        aria-label="Trace timeline"
-      >
-        <canvas class="trace-canvas" data-testid="trace-canvas" ref={canvasRef} />
-        <div ref={spacerRef} aria-hidden="true" />
+      <div style={{ position: "relative" }}>
+        <div
+          class="trace-scroller"
+          data-testid="trace-scroller"
+          ref={scrollerRef}
+          tabIndex={0}
+          aria-label="Trace timeline"
+        >
+          <canvas class="trace-canvas" data-testid="trace-canvas" ref={canvasRef} />
+          <div ref={spacerRef} aria-hidden="true" />
+        </div>
+        {hover !== null ? <HoverNote hover={hover} /> : null}
       </div>
       <EventDetails
         run={run}

@@ -94,19 +94,57 @@ export function formatDuration(us: number): string {
   return trim(us * 1e3, "ns");
 }
 
-/** Ruler ticks for `view` over `widthPx`, about one per `spacingPx` pixels. */
+/** Units of the ruler: µs per unit, largest first. */
+const UNITS: readonly (readonly [string, number])[] = [
+  ["s", 1e6],
+  ["ms", 1e3],
+  ["µs", 1],
+  ["ns", 1e-3],
+];
+
+/**
+ * `us` written exactly to the precision of `stepUs`: the unit of its magnitude and as many
+ * decimals as the step needs ("1.79235 s" for a step of 50 µs).
+ */
+export function formatPrecise(us: number, stepUs: number): string {
+  const abs = Math.abs(us);
+  const [unit, scale] = UNITS.find(([, size]) => abs >= size) ?? (UNITS[UNITS.length - 1] as readonly [string, number]);
+  const decimals = Math.min(12, Math.max(0, -Math.floor(Math.log10(stepUs / scale) + 1e-9)));
+  return `${(us / scale).toFixed(decimals)} ${unit}`;
+}
+
+/**
+ * Ruler ticks for `view` over `widthPx`, about one per `spacingPx` pixels.
+ *
+ * Labels stay distinct at every zoom. While every tick is under 1000 steps from zero, its
+ * label is its time with four significant digits, which is exact ("1.25 s", "300 µs").
+ * Further out (a 300 µs view 1.79 s into the trace) four digits would repeat
+ * ("1.793 s, 1.793 s"), so the first tick is the labelled origin, written to the step's
+ * precision ("1.79235 s"), and the others are offsets from it in the unit that fits the step
+ * ("+50 µs", "+100 µs").
+ */
 export function rulerTicks(view: TimeView, widthPx: number, spacingPx = 100): Tick[] {
   const span = view.endUs - view.startUs;
   if (!(span > 0) || widthPx <= 0) return [];
   const step = niceStep((span * spacingPx) / widthPx);
-  const first = Math.ceil(view.startUs / step) * step;
-  const ticks: Tick[] = [];
+  const firstIndex = Math.ceil(view.startUs / step);
+  const times: number[] = [];
   for (let k = 0; k < 1000; k++) {
-    const us = first + k * step;
-    if (us > view.endUs) break;
     // Round away float noise (0.30000000000000004) before formatting.
-    const clean = Number((Math.round(us / step) * step).toPrecision(12));
-    ticks.push({ us: clean, x: xOf(view, widthPx, clean), label: formatDuration(clean) });
+    const us = Number(((firstIndex + k) * step).toPrecision(15));
+    if (us > view.endUs) break;
+    times.push(us);
   }
-  return ticks;
+  const farthest = Math.max(...times.map((us) => Math.abs(us)), 0);
+  const absolute = farthest < 1000 * step;
+  const origin = times[0] ?? 0;
+  return times.map((us, k) => ({
+    us,
+    x: xOf(view, widthPx, us),
+    label: absolute
+      ? formatDuration(us)
+      : k === 0
+        ? formatPrecise(origin, step)
+        : `+${formatDuration(Number((k * step).toPrecision(12)))}`,
+  }));
 }

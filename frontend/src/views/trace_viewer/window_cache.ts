@@ -7,10 +7,17 @@
  * the loaded window, or zooms in past the loaded resolution (a window that had nothing
  * filtered, `filtered_events` 0, serves any zoom inside it).
  *
- * The loader keeps at most one request in flight. Asking while one is in flight replaces the
- * queued request (latest wins); when the flight lands its answer is shown (it is near where
- * the user is, and better than stale data) and the queued one, if still needed, goes next.
- * Until then the drawing keeps showing the previous window: stale data, never a blank.
+ * The loader keeps at most one request the view needs in flight. Asking while one is in
+ * flight replaces the queued request (latest wins); when the flight lands its answer is shown
+ * (it is near where the user is, and better than stale data) and the queued one, if still
+ * needed, goes next. Until then the drawing keeps showing the previous window: stale data,
+ * never a blank.
+ *
+ * Prefetch: while nothing is needed, the controller asks for the windows a next move is
+ * likely to need (zoom in 4x about the pointer, zoom out 4x, a pan of two view widths either
+ * way; `prefetchViews`), one at a time, and keeps the answers (`WindowStore`), so a zoom or
+ * pan past the loaded window usually switches to a window already there instead of waiting
+ * for the server.
  */
 import type { TimeView } from "./viewport";
 
@@ -66,7 +73,21 @@ export function covers(
 
 export type Fetcher<T> = (request: WindowRequest) => Promise<T>;
 
-/** One request in flight at most; the latest ask wins the queue. */
+export interface LoaderEvents<T> {
+  /** A window the view asked for arrived (or a prefetched one it asked for meanwhile). */
+  readonly onLoaded: (data: T, request: WindowRequest) => void;
+  /** A prefetched window arrived that nothing asked for yet: keep it for later. */
+  readonly onPrefetched: (data: T, request: WindowRequest) => void;
+  readonly onError: (error: unknown) => void;
+  /** Whether a window the view needs is on its way (prefetches do not count). */
+  readonly onBusy: (busy: boolean) => void;
+}
+
+/**
+ * One request the view needs in flight at most (the latest ask wins the queue), and beside
+ * it at most one prefetch, sent only while nothing is needed. Asking for the window a
+ * prefetch is already fetching adopts that prefetch instead of sending it again.
+ */
 export class WindowLoader<T> {
   private inFlight: WindowRequest | null = null;
   private queued: WindowRequest | null = null;
@@ -74,19 +95,32 @@ export class WindowLoader<T> {
   private landing = false;
   /** The last request answered (or failed): never asked again in a row. */
   private answered: WindowRequest | null = null;
+  private prefetchInFlight: WindowRequest | null = null;
+  /** The view asked for the window the prefetch in flight fetches. */
+  private adopted = false;
   private disposed = false;
-  /** How many requests were sent (a test hook reads it). */
+  /** Requests the view needed (sent, or a prefetch adopted); a test hook reads it. */
   requests = 0;
+  /** Prefetch requests sent. */
+  prefetches = 0;
 
   constructor(
     private readonly fetcher: Fetcher<T>,
-    private readonly onLoaded: (data: T, request: WindowRequest) => void,
-    private readonly onError: (error: unknown) => void,
-    private readonly onBusy: (busy: boolean) => void,
+    private readonly events: LoaderEvents<T>,
   ) {}
 
   get busy(): boolean {
-    return this.inFlight !== null;
+    return this.inFlight !== null || this.adopted;
+  }
+
+  /** Whether a prefetch is in flight. */
+  get prefetching(): boolean {
+    return this.prefetchInFlight !== null;
+  }
+
+  /** Whether nothing is needed: a prefetch may go. */
+  get idle(): boolean {
+    return this.inFlight === null && this.queued === null && !this.adopted && !this.landing;
   }
 
   /** Asks for `request`; sent now if nothing is in flight, else queued (replacing any queued). */
@@ -96,12 +130,33 @@ export class WindowLoader<T> {
       this.queued = null;
       return;
     }
+    if (this.prefetchInFlight !== null && sameRequest(this.prefetchInFlight, request)) {
+      this.queued = null;
+      if (!this.adopted) {
+        this.adopted = true;
+        this.requests += 1;
+        this.events.onBusy(true);
+      }
+      return;
+    }
     if (this.inFlight !== null || this.landing) {
       if (this.inFlight === null || !sameRequest(this.inFlight, request)) this.queued = request;
       else this.queued = null;
       return;
     }
     this.send(request);
+  }
+
+  /** Prefetches `request` when nothing is needed and no prefetch is in flight; whether sent. */
+  prefetch(request: WindowRequest): boolean {
+    if (this.disposed || !this.idle || this.prefetchInFlight !== null) return false;
+    this.prefetchInFlight = request;
+    this.prefetches += 1;
+    this.fetcher(request).then(
+      (data) => this.landPrefetch(data, request),
+      () => this.landPrefetch(null, request),
+    );
+    return true;
   }
 
   /** Drops the queued request (the view came back inside what is loaded). */
@@ -117,11 +172,31 @@ export class WindowLoader<T> {
   private send(request: WindowRequest): void {
     this.inFlight = request;
     this.requests += 1;
-    this.onBusy(true);
+    this.events.onBusy(true);
     this.fetcher(request).then(
-      (data) => this.land(() => this.onLoaded(data, request)),
-      (error: unknown) => this.land(() => this.onError(error)),
+      (data) => this.land(() => this.events.onLoaded(data, request)),
+      (error: unknown) => this.land(() => this.events.onError(error)),
     );
+  }
+
+  private landPrefetch(data: T | null, request: WindowRequest): void {
+    this.prefetchInFlight = null;
+    const adopted = this.adopted;
+    this.adopted = false;
+    if (this.disposed) return;
+    if (adopted) {
+      this.answered = request;
+      this.landing = true;
+      try {
+        if (data !== null) this.events.onLoaded(data, request);
+        else this.ask(request); // the prefetch failed: ask for real, errors shown
+      } finally {
+        this.landing = false;
+      }
+      this.afterLanding();
+    } else if (data !== null) {
+      this.events.onPrefetched(data, request);
+    }
   }
 
   private land(deliver: () => void): void {
@@ -134,13 +209,79 @@ export class WindowLoader<T> {
     } finally {
       this.landing = false;
     }
+    this.afterLanding();
+  }
+
+  private afterLanding(): void {
     const next = this.queued;
     this.queued = null;
-    if (next !== null) this.send(next);
-    else this.onBusy(false);
+    if (next !== null) this.ask(next);
+    if (!this.busy) this.events.onBusy(false);
   }
 }
 
-function sameRequest(a: WindowRequest, b: WindowRequest): boolean {
+export function sameRequest(a: WindowRequest, b: WindowRequest): boolean {
   return a.startMs === b.startMs && a.endMs === b.endMs && a.resolution === b.resolution;
+}
+
+/** Zoom factor of the prefetched zoom-in and zoom-out levels. */
+export const PREFETCH_ZOOM = 4;
+
+/**
+ * The views whose windows to prefetch around `view`, most likely first: zoomed in
+ * PREFETCH_ZOOM times about `atUs` (the pointer; W/S and ctrl+wheel zoom about it), zoomed
+ * out as much about the centre, then panned by two view widths right and left (the loaded
+ * window already reaches one width either way).
+ */
+export function prefetchViews(view: TimeView, atUs: number): TimeView[] {
+  const span = view.endUs - view.startUs;
+  const ratio = (atUs - view.startUs) / span;
+  const inSpan = span / PREFETCH_ZOOM;
+  const centre = (view.startUs + view.endUs) / 2;
+  const outSpan = span * PREFETCH_ZOOM;
+  return [
+    { startUs: atUs - ratio * inSpan, endUs: atUs + (1 - ratio) * inSpan },
+    { startUs: centre - outSpan / 2, endUs: centre + outSpan / 2 },
+    { startUs: view.startUs + 2 * span, endUs: view.endUs + 2 * span },
+    { startUs: view.startUs - 2 * span, endUs: view.endUs - 2 * span },
+  ];
+}
+
+/** The windows kept for reuse, least recently used first, at most `capacity`. */
+export class WindowStore<T extends { readonly coverage: LoadedCoverage }> {
+  private readonly items: T[] = [];
+
+  constructor(private readonly capacity = 8) {}
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  add(item: T): void {
+    this.items.push(item);
+    if (this.items.length > this.capacity) this.items.shift();
+  }
+
+  /**
+   * The kept window that shows `view` with the fewest pixels per µs (the least to draw),
+   * marked as just used; null when none does.
+   */
+  find(view: TimeView, widthPx: number, fullUs: number): T | null {
+    let best: T | null = null;
+    let bestDensity = Infinity;
+    for (const item of this.items) {
+      if (!covers(item.coverage, view, widthPx, fullUs)) continue;
+      const [a, b] = item.coverage.windowMs;
+      const density = item.coverage.resolution / Math.max((b - a) * 1000, 1e-9);
+      if (density < bestDensity) {
+        best = item;
+        bestDensity = density;
+      }
+    }
+    if (best !== null) {
+      this.items.splice(this.items.indexOf(best), 1);
+      this.items.push(best);
+    }
+    return best;
+  }
 }
