@@ -4,13 +4,74 @@ Local paths use the os module directly. Paths with a scheme (`gs://`, `s3://`, a
 protocol the user has installed) go through `tensorboard.compat.tensorflow_stub.io.gfile`,
 TensorBoard's TensorFlow-free file layer, so the plugin never imports TensorFlow. Remote
 files report no modification time; their cache key is path and size.
+
+Profile files are read only when they are regular files (after resolving links) of at most
+`TB_PROFILE_MAX_FILE_BYTES` bytes (default 4 GiB): a FIFO, a device (`/dev/zero`), a socket or
+a directory is refused from its `stat`, before anything opens it, and the open itself is
+non-blocking and checked again (`fstat`), so nothing here can hang or read without end.
+Symbolic links are followed only inside the logdir unless `TB_PROFILE_FOLLOW_LINKS=1`
+(`follow_links`, applied by logdir.py).
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import stat as stat_module
 from collections.abc import Iterator
+
+#: The largest profile file read, in bytes (`max_file_bytes`).
+MAX_FILE_BYTES_ENV = "TB_PROFILE_MAX_FILE_BYTES"
+DEFAULT_MAX_FILE_BYTES = 4 * 2**30
+#: Set to 1 to follow symbolic links that lead outside the logdir (`follow_links`).
+FOLLOW_LINKS_ENV = "TB_PROFILE_FOLLOW_LINKS"
+_READ_CHUNK_BYTES = 1 << 20
+
+
+class FileRefused(OSError):
+    """A file that is never read: not a regular file, or larger than the limit. Its message is
+    a sentence for users and names no path."""
+
+
+def max_file_bytes() -> int:
+    """The largest profile file read: TB_PROFILE_MAX_FILE_BYTES, default 4 GiB."""
+    text = os.environ.get(MAX_FILE_BYTES_ENV, "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_FILE_BYTES
+
+
+def follow_links() -> bool:
+    """Whether symbolic links leading outside the logdir are followed (TB_PROFILE_FOLLOW_LINKS)."""
+    return os.environ.get(FOLLOW_LINKS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def inside(path: str, root_real: str) -> bool:
+    """Whether local `path`, every link in it resolved, lies in the directory `root_real`
+    (itself already resolved: `os.path.realpath`)."""
+    real = os.path.realpath(path)
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat_module.S_ISDIR, "a directory"), (stat_module.S_ISFIFO, "a named pipe (FIFO)"),
+             (stat_module.S_ISCHR, "a character device"), (stat_module.S_ISBLK, "a block device"),
+             (stat_module.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _check_regular(info: os.stat_result) -> None:
+    if not stat_module.S_ISREG(info.st_mode):
+        raise FileRefused(
+            f"it is {_kind(info.st_mode)}, not a regular file, so it is not read (a profile is "
+            "a regular .xplane.pb file)")
+
+
+def check_size(size_bytes: int, limit: int | None = None) -> None:
+    """FileRefused when `size_bytes` is over `limit` (default: `max_file_bytes()`)."""
+    limit = max_file_bytes() if limit is None else limit
+    if size_bytes > limit:
+        raise FileRefused(
+            f"the file is {size_bytes:,} bytes, more than the {limit:,}-byte limit on profile "
+            f"files ({MAX_FILE_BYTES_ENV} raises it)")
 
 
 def is_remote(path: str) -> bool:
@@ -32,9 +93,11 @@ def basename(path: str) -> str:
 
 
 def stat(path: str) -> tuple[int, int]:
-    """(size in bytes, modification time in ns; 0 for remote files). FileNotFoundError if absent."""
+    """(size in bytes, modification time in ns; 0 for remote files) of a regular file (links
+    resolved). FileNotFoundError if absent, FileRefused if not a regular file, OSError else."""
     if not is_remote(path):
         info = os.stat(path)
+        _check_regular(info)
         return info.st_size, info.st_mtime_ns
     gfile = _gfile()
     try:
@@ -43,12 +106,40 @@ def stat(path: str) -> tuple[int, int]:
         raise FileNotFoundError(path) from exc
 
 
-def read_bytes(path: str) -> bytes:
-    if not is_remote(path):
-        with open(path, "rb") as handle:
-            return handle.read()
-    with _gfile().GFile(path, "rb") as handle:
-        return handle.read()
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The whole file, if it is a regular file of at most `limit` bytes (default
+    `max_file_bytes()`); FileRefused otherwise. A local file is checked from its `stat`
+    before it is opened, opened non-blocking, checked again, and read no further than the limit.
+    """
+    limit = max_file_bytes() if limit is None else limit
+    if is_remote(path):
+        check_size(stat(path)[0], limit)
+        with _gfile().GFile(path, "rb") as handle:
+            data = handle.read(limit + 1)
+        check_size(len(data), limit)
+        return data
+    info = os.stat(path)  # refuse before opening: opening a FIFO or a device can block
+    _check_regular(info)
+    check_size(info.st_size, limit)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(
+        os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        opened = os.fstat(fd)  # the path may have been swapped since the stat
+        _check_regular(opened)
+        check_size(opened.st_size, limit)
+        with os.fdopen(fd, "rb", buffering=0, closefd=False) as handle:
+            data = handle.read(opened.st_size) if opened.st_size else b""
+            data = data or b""
+            more = []  # the file grew while being read: read on, never past the limit
+            total = len(data)
+            while chunk := handle.read(min(_READ_CHUNK_BYTES, limit + 1 - total)):
+                more.append(chunk)
+                total += len(chunk)
+                check_size(total, limit)
+        return data + b"".join(more) if more else data
+    finally:
+        os.close(fd)
 
 
 def write_bytes(path: str, data: bytes) -> None:
@@ -81,9 +172,10 @@ def listdir(path: str) -> list[str]:
     return os.listdir(path)
 
 
-def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
-    """os.walk for both kinds of path (symlinked directories are followed locally)."""
+def walk(top: str, followlinks: bool = False) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk for both kinds of path; locally, symlinked directories are listed but not
+    descended into unless `followlinks`."""
     if is_remote(top):
         yield from _gfile().walk(top)
     else:
-        yield from os.walk(top, followlinks=True)
+        yield from os.walk(top, followlinks=followlinks)

@@ -8,6 +8,17 @@ Layout (as TensorFlow, Keras and the Capture Profile dialog write it):
 `<tb_run>` may be any depth (Keras writes `<logdir>/train/...`). Safety: a run name is only
 ever looked up among the runs found by walking the logdir, and a host among the files of that
 run; request text is never joined onto a path, so nothing outside the logdir is opened.
+
+Symbolic links: the walk does not descend into linked directories, and a linked session
+directory or host file is listed only when it resolves inside the logdir (checked again when a
+host file is opened), unless `TB_PROFILE_FOLLOW_LINKS=1` (`fs.follow_links`), which follows
+every link (loops are detected). Host files are read only if regular (fs.read_bytes).
+
+Scans: a walk is reused for `RESCAN_AFTER_S`; while one thread walks, others are answered from
+the last walk instead of waiting. An unknown run name triggers a rescan at most
+`FORCED_RESCANS` times in a burst, then once per `FORCED_RESCAN_INTERVAL_S` (or ten times the
+last walk's duration, if longer); otherwise it is answered from the last walk, so requests for
+unknown names cannot keep the logdir busy or delay the others.
 """
 
 from __future__ import annotations
@@ -27,6 +38,9 @@ XPLANE_SUFFIX = ".xplane.pb"
 ALL_HOSTS = "ALL_HOSTS"
 #: How long a walk of the logdir is reused before runs are looked for again.
 RESCAN_AFTER_S = 2.0
+#: Unknown run names may force this many walks at once, then one per interval (token bucket).
+FORCED_RESCANS = 3
+FORCED_RESCAN_INTERVAL_S = 1.0
 
 _SAFE_NAME = re.compile(r"^[^\x00-\x1f\\]+$")
 
@@ -38,9 +52,21 @@ class Run:
     name: str
     directory: str
     hosts: tuple[str, ...]
+    #: The logdir, links resolved, that the run's files must stay in ("": not checked).
+    root_real: str = ""
+    #: Host files left out because they are links leading outside the logdir.
+    outside_links: int = 0
 
     def xplane_path(self, host: str) -> str:
-        return fs.join(self.directory, host + XPLANE_SUFFIX)
+        """The host's file; NotFound if it has become a link leading outside the logdir."""
+        path = fs.join(self.directory, host + XPLANE_SUFFIX)
+        if self.root_real and not fs.is_remote(path) and not fs.follow_links() \
+                and not fs.inside(path, self.root_real):
+            raise NotFound(
+                f"host file {host}{XPLANE_SUFFIX} of run {self.name!r} is a link leading "
+                f"outside the logdir, which is not read; set {fs.FOLLOW_LINKS_ENV}=1 to follow "
+                "such links")
+        return path
 
 
 def check_name(value: str, what: str) -> str:
@@ -75,8 +101,15 @@ class LogDir:
     def __init__(self, root: str) -> None:
         self.root = root
         self._lock = threading.Lock()
+        self._scanned = threading.Condition(self._lock)
         self._runs: dict[str, Run] = {}
-        self._scanned_at = float("-inf")
+        self._scanned_at = float("-inf")  # when the last walk started (monotonic s)
+        self._scan_duration_s = 0.0
+        self._scanning = False
+        self._forced_tokens = float(FORCED_RESCANS)
+        self._tokens_at = time.monotonic()
+        #: Walks done (tests read it).
+        self.scan_count = 0
 
     def runs(self) -> list[Run]:
         """Runs that hold at least one host file, newest session first."""
@@ -86,18 +119,43 @@ class LogDir:
     def run(self, name: str) -> Run:
         """The run called `name`; BadRequest for unsafe text, NotFound for unknown runs."""
         check_name(name, "run")
-        run = self._scan(force=False).get(name) or self._scan(force=True).get(name)
+        run = self._scan(force=False).get(name)
+        if run is None and self._take_forced_rescan():
+            run = self._scan(force=True).get(name)
         if run is None:
             raise NotFound(
                 f"no run {name!r} under the logdir; runs are <tb_run>/<session> directories "
                 "holding plugins/profile/<session>/<host>.xplane.pb"
             )
         if not run.hosts:
+            links = (f" ({run.outside_links} link(s) leading outside the logdir were left out; "
+                     f"{fs.FOLLOW_LINKS_ENV}=1 follows them)" if run.outside_links else "")
             raise NotFound(
-                f"run {name!r} holds no <host>{XPLANE_SUFFIX} file: the capture failed or is "
-                "still being written; capture again, or wait and reload"
+                f"run {name!r} holds no <host>{XPLANE_SUFFIX} file{links}: the capture failed "
+                "or is still being written; capture again, or wait and reload"
             )
         return run
+
+    def refresh(self) -> None:
+        """Walk the logdir now (after this process wrote a run: a capture)."""
+        self._scan(force=True, wait=True)
+
+    def check_writable(self, relative: str) -> None:
+        """BadRequest unless writing `<logdir>/<relative>/plugins/profile/...` stays inside the
+        logdir: no existing directory on the way may be a link leading out of it."""
+        if relative:
+            check_name(relative, "run")
+        if not self.root or fs.is_remote(self.root) or fs.follow_links():
+            return
+        root_real = os.path.realpath(self.root)
+        target = os.path.join(self.root, *[p for p in relative.split("/") if p], *PLUGIN_SUBDIR)
+        current = target
+        while not os.path.lexists(current) and current != self.root:
+            current = os.path.dirname(current)
+        if not fs.inside(current, root_real):
+            raise BadRequest(
+                f"run {relative!r} leads outside the logdir through a symbolic link, so nothing "
+                f"is written there; choose another run name, or set {fs.FOLLOW_LINKS_ENV}=1")
 
     def host_path(self, run: Run, host: str) -> str:
         """The xplane file of `host` in `run`; BadRequest for unsafe text, NotFound if absent."""
@@ -106,12 +164,48 @@ class LogDir:
             raise NotFound(f"run {run.name!r} has no host {host!r}; it has {', '.join(run.hosts)}")
         return run.xplane_path(host)
 
-    def _scan(self, force: bool) -> dict[str, Run]:
+    def _take_forced_rescan(self) -> bool:
+        """Whether an unknown run name may walk the logdir now (token bucket, module doc)."""
         with self._lock:
-            if force or time.monotonic() - self._scanned_at > RESCAN_AFTER_S:
-                self._runs = {run.name: run for run in _find_runs(self.root)}
-                self._scanned_at = time.monotonic()
-            return self._runs
+            now = time.monotonic()
+            interval = max(FORCED_RESCAN_INTERVAL_S, 10 * self._scan_duration_s)
+            self._forced_tokens = min(
+                float(FORCED_RESCANS), self._forced_tokens + (now - self._tokens_at) / interval)
+            self._tokens_at = now
+            if self._forced_tokens < 1 or self._scanning:
+                return False
+            self._forced_tokens -= 1
+            return True
+
+    def _scan(self, force: bool, wait: bool = False) -> dict[str, Run]:
+        """The runs of the last walk, walking first if it is stale (or `force`). One thread
+        walks at a time; the others are answered from the last walk (or, the first time or
+        with `wait`, wait for the walk in progress and then walk again if still stale)."""
+        with self._lock:
+            while True:
+                stale = force or time.monotonic() - self._scanned_at > RESCAN_AFTER_S
+                if not stale:
+                    return self._runs
+                if not self._scanning:
+                    break
+                if self.scan_count > 0 and not wait:
+                    return self._runs  # another thread is walking: the last walk answers
+                self._scanned.wait()
+            self._scanning = True
+        started = time.monotonic()
+        runs: dict[str, Run] | None = None
+        try:
+            runs = {run.name: run for run in _find_runs(self.root)}
+        finally:
+            with self._lock:
+                if runs is not None:
+                    self._runs = runs
+                    self._scanned_at = started
+                    self._scan_duration_s = time.monotonic() - started
+                    self.scan_count += 1
+                self._scanning = False
+                self._scanned.notify_all()
+        return runs
 
 
 def _find_runs(root: str) -> list[Run]:
@@ -119,9 +213,12 @@ def _find_runs(root: str) -> list[Run]:
     runs: list[Run] = []
     if not root or not fs.isdir(root):
         return runs
+    remote = fs.is_remote(root)
+    follow = fs.follow_links() and not remote
+    root_real = "" if remote or follow else os.path.realpath(root)
     seen: set[str] = set()
-    for directory, subdirs, _ in fs.walk(root):
-        if not fs.is_remote(directory):
+    for directory, subdirs, _ in fs.walk(root, followlinks=follow):
+        if follow:
             real = os.path.realpath(directory)
             if real in seen:  # a symlink loop: do not descend again
                 subdirs[:] = []
@@ -134,18 +231,47 @@ def _find_runs(root: str) -> list[Run]:
         tb_run = _relative(root, _parent(_parent(directory)))
         for session in sorted(subdirs_here):
             session_dir = fs.join(directory, session)
+            if root_real and not fs.inside(session_dir, root_real):
+                continue  # a linked session directory leading outside the logdir
             name = session if tb_run in ("", ".") else f"{tb_run}/{session}"
-            runs.append(Run(name=name, directory=session_dir, hosts=hosts_in(session_dir)))
+            hosts, outside = _hosts_and_outside_links(session_dir, root_real)
+            runs.append(Run(name=name, directory=session_dir, hosts=hosts, root_real=root_real,
+                            outside_links=outside))
     return runs
 
 
-def hosts_in(directory: str) -> tuple[str, ...]:
-    """The hosts of the `<host>.xplane.pb` files directly in `directory`, sorted."""
-    return tuple(sorted(
-        name[: -len(XPLANE_SUFFIX)]
-        for name in fs.listdir(directory)
-        if name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX)
-    ))
+def hosts_in(directory: str, root: str | None = None) -> tuple[str, ...]:
+    """The hosts of the `<host>.xplane.pb` files directly in `directory`, sorted; a link
+    leading outside `root` (default: `directory`) is left out unless links are followed."""
+    confine = "" if fs.is_remote(directory) or fs.follow_links() else os.path.realpath(
+        root if root is not None else directory)
+    return _hosts_and_outside_links(directory, confine)[0]
+
+
+def _hosts_and_outside_links(directory: str, root_real: str) -> tuple[tuple[str, ...], int]:
+    """(hosts, links left out): the `<host>.xplane.pb` entries of `directory`, sorted, less the
+    symbolic links that resolve outside `root_real` (none left out when it is "")."""
+    if fs.is_remote(directory):
+        names = [n for n in fs.listdir(directory) if _is_host_file(n)]
+        return tuple(sorted(n[: -len(XPLANE_SUFFIX)] for n in names)), 0
+    hosts: list[str] = []
+    outside = 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:  # gone, or not a directory: no hosts
+        return (), 0
+    for entry in entries:
+        if not _is_host_file(entry.name):
+            continue
+        if root_real and entry.is_symlink() and not fs.inside(entry.path, root_real):
+            outside += 1
+            continue
+        hosts.append(entry.name[: -len(XPLANE_SUFFIX)])
+    return tuple(sorted(hosts)), outside
+
+
+def _is_host_file(name: str) -> bool:
+    return name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX)
 
 
 def _parts(path: str) -> list[str]:

@@ -235,6 +235,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
         capture.parse_addresses(addresses)  # 400 before anything else
         options = capture.CaptureOptions.from_params(params)
         run = params.get("run", "")
+        self._logdir.check_writable(run)  # 400 if a link would lead the files out of the logdir
         if not self._capture_lock.acquire(blocking=False):
             raise CaptureBusy("another capture is running in this TensorBoard; wait for it to "
                               "finish and try again")
@@ -242,7 +243,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
             result = capture.capture(addresses, self._logdir.root, options, run=run)
         finally:
             self._capture_lock.release()
-        self._logdir.run(result.run)  # rescans the logdir, so the runs route lists it at once
+        self._logdir.refresh()  # so the runs route lists the new run at once
         return _json(request, result.as_json())
 
     def _serve_trace_event(self, request: Request) -> Response:

@@ -38,7 +38,7 @@ from tb_profile_plugin.analysis.host_facts import (
     unreadable_facts,
 )
 from tb_profile_plugin.errors import NotFound, UnreadableProfile
-from tb_profile_plugin.xspace.store import ProfileStore
+from tb_profile_plugin.xspace.store import ProfileStore, stat_profile
 
 CACHE_ENTRIES = 2048
 #: Kept for callers of the old pool: the local pool's workers (capped by $TB_PROFILE_HOST_WORKERS).
@@ -60,13 +60,8 @@ def pool_size(num_hosts: int) -> int:
 
 def _stat(path: str) -> tuple[int, int]:
     """(size, mtime) of a host file; NotFound when it is gone, UnreadableProfile when it is
-    not a regular file or cannot be read."""
-    try:
-        return fs.stat(path)
-    except FileNotFoundError as exc:
-        raise NotFound(f"profile file {fs.basename(path)} does not exist (any more)") from exc
-    except OSError as exc:
-        raise UnreadableProfile(f"{fs.basename(path)}: cannot be read ({exc})") from exc
+    not a regular file, over the size limit or cannot be read (messages name no directory)."""
+    return stat_profile(path)
 
 
 def _remember(key: _Key, value: Any) -> None:

@@ -40,6 +40,34 @@ def _weight(profile: Profile) -> int:
     return profile.nbytes + profile.derived.nbytes
 
 
+def stat_profile(path: str) -> tuple[int, int]:
+    """(size in bytes, modification time in ns) of the profile file at `path`, checked before
+    anything reads it: NotFound when absent; UnreadableProfile when it is not a regular file,
+    is over the size limit (`fs.max_file_bytes`) or cannot be reached (a link loop). Messages
+    name the file, never the server's directories."""
+    try:
+        size_bytes, mtime_ns = fs.stat(path)
+        fs.check_size(size_bytes)
+    except FileNotFoundError as exc:
+        raise NotFound(_gone(path)) from exc
+    except OSError as exc:
+        raise UnreadableProfile(_unreadable(path, exc)) from exc
+    return size_bytes, mtime_ns
+
+
+def _gone(path: str) -> str:
+    return (f"profile file {fs.basename(path)} does not exist (any more); reload the list of "
+            "runs")
+
+
+def _unreadable(path: str, exc: OSError) -> str:
+    if isinstance(exc, fs.FileRefused):
+        return f"{fs.basename(path)}: {exc}"
+    reason = exc.strerror or type(exc).__name__
+    return (f"{fs.basename(path)} cannot be read ({reason}); check the file and the links "
+            "leading to it")
+
+
 class ProfileStore:
     def __init__(self, max_bytes: int | None = None, disk_cache_dir: Path | None = None) -> None:
         if max_bytes is None:
@@ -59,10 +87,7 @@ class ProfileStore:
 
     def open(self, path: str) -> Profile:
         """The decoded profile at `path` (local or remote). Raises NotFound/UnreadableProfile."""
-        try:
-            size_bytes, mtime_ns = fs.stat(path)
-        except FileNotFoundError as exc:
-            raise NotFound(f"profile file {path} does not exist (any more)") from exc
+        size_bytes, mtime_ns = stat_profile(path)
         with self._lock:
             entry = self._entries.get(path)
             if entry and (entry.size_bytes, entry.mtime_ns) == (size_bytes, mtime_ns):
@@ -88,8 +113,10 @@ class ProfileStore:
             return cached
         try:
             data = fs.read_bytes(path)
+        except FileNotFoundError as exc:
+            raise NotFound(_gone(path)) from exc
         except OSError as exc:
-            raise UnreadableProfile(f"cannot read {path}: {exc}") from exc
+            raise UnreadableProfile(_unreadable(path, exc)) from exc
         try:
             profile = decode_xspace(data)
         except UnreadableProfile as exc:

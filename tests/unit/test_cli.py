@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,17 @@ def test_summary_lists_the_jitted_functions_of_a_jax_capture() -> None:
         calls, mean_ms = line.split()[:2]
         assert (int(calls), mean_ms) == (row["calls"], f"{row['mean_ms']:.3f}")
     assert lines[0].endswith("jit_train_step (steps)") and lines[1].endswith("jit_eval_step")
+
+
+def test_special_files_exit_4_with_one_line(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo.xplane.pb")
+    (tmp_path / "zero.xplane.pb").symlink_to("/dev/zero")
+    (tmp_path / "loop.xplane.pb").symlink_to("loop.xplane.pb")
+    (tmp_path / "dir.xplane.pb").mkdir()
+    for name in ("fifo", "zero", "loop", "dir"):
+        result = _cli("summary", str(tmp_path / f"{name}.xplane.pb"))
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 4, result.stderr
+        assert len(lines) == 1 and lines[0].startswith(f"tb-profile: {name}.xplane.pb")
+    result = _cli("summary", str(tmp_path))  # the directory holding all four
+    assert result.returncode == 4 and "Traceback" not in result.stderr

@@ -80,3 +80,37 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(UnreadableProfile, match="bad.xplane.pb"):
         store.open(str(bad))
     assert store.open(str(_write_profile(tmp_path / "ok.xplane.pb", 3))).num_events == 3
+
+
+def test_special_files_are_unreadable_without_blocking_or_naming_directories(
+    tmp_path: Path,
+) -> None:
+    store = ProfileStore(disk_cache_dir=tmp_path / "cache")
+    os.mkfifo(tmp_path / "fifo.xplane.pb")
+    (tmp_path / "zero.xplane.pb").symlink_to("/dev/zero")
+    (tmp_path / "loop.xplane.pb").symlink_to("loop.xplane.pb")
+    (tmp_path / "dir.xplane.pb").mkdir()
+    (tmp_path / "dangling.xplane.pb").symlink_to("missing")
+    cases = {"fifo": "named pipe", "zero": "character device", "loop": "symbolic links",
+             "dir": "a directory"}
+    for stem, reason in cases.items():
+        with pytest.raises(UnreadableProfile, match=f"^{stem}.xplane.pb.*{reason}") as raised:
+            store.open(str(tmp_path / f"{stem}.xplane.pb"))
+        assert str(tmp_path) not in str(raised.value)
+    with pytest.raises(NotFound) as missing:
+        store.open(str(tmp_path / "dangling.xplane.pb"))
+    assert str(tmp_path) not in str(missing.value)
+    assert store.decode_count == 0
+
+
+def test_files_over_the_size_limit_are_refused_with_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write_profile(tmp_path / "big.xplane.pb", 10)
+    size = path.stat().st_size
+    monkeypatch.setenv("TB_PROFILE_MAX_FILE_BYTES", str(size - 1))
+    store = ProfileStore(disk_cache_dir=tmp_path / "cache")
+    with pytest.raises(UnreadableProfile, match=f"{size - 1:,}-byte limit.*TB_PROFILE_MAX_FILE"):
+        store.open(str(path))
+    monkeypatch.setenv("TB_PROFILE_MAX_FILE_BYTES", str(size))
+    assert store.open(str(path)).num_events == 10
