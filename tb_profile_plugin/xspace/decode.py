@@ -39,8 +39,13 @@ PURE_DECODER_ENV = "TB_PROFILE_PURE_DECODER"
 #: The most lines a profile may hold (`max_lines`); real captures hold hundreds to thousands.
 MAX_LINES_ENV = "TB_PROFILE_MAX_LINES"
 DEFAULT_MAX_LINES = 100_000
+#: Every event starts and ends within this many ps of the profile's origin (2**58 ps, about
+#: 3.3 days): twice as far still fits int64 with room for sums, so no time column can wrap.
+MAX_SPAN_PS = 2**58
 
 _STRING_KINDS = np.array([StatKind.STR, StatKind.BYTES], np.uint8)
+_CHUNK_BYTES = 1 << 20
+_LONG_STRING_BYTES = 1 << 16
 
 
 def compiled_decoder_available() -> bool:
@@ -83,6 +88,7 @@ def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
         ) from exc
     starts = [raw.timestamp_ns for _, lines in decoded for raw in lines if len(raw.metadata_id)]
     origin_ns = min(starts) if starts else 0
+    _check_times(decoded, origin_ns)
     planes = [_build_plane(plane, lines, origin_ns) for plane, lines in decoded]
     return Profile(
         planes=planes,
@@ -221,14 +227,23 @@ def _gather_strings(
     np.cumsum(lengths[:-1], out=new_starts[1:])
     blob = np.empty(int(lengths.sum()), np.uint8)
     # Byte k of the blob comes from buf[old_start + (k - new_start)] of its value; the index
-    # array is built a chunk of strings at a time so it stays small next to the columns.
-    chunk = 1 << 16
-    for first in range(0, len(sel), chunk):
-        part = slice(first, first + chunk)
-        part_lengths = lengths[part]
+    # array is built a chunk of about _CHUNK_BYTES at a time so it stays small next to the
+    # blob (8 bytes of index per byte copied); a long string is a chunk of its own, copied as
+    # one slice (a 100 MB string costs 100 MB, not 1.6 GB of index).
+    is_long = lengths >= _LONG_STRING_BYTES
+    new_chunk = np.diff(new_starts // _CHUNK_BYTES, prepend=-1) != 0
+    new_chunk |= is_long
+    new_chunk[1:] |= is_long[:-1]
+    firsts = np.flatnonzero(new_chunk)
+    for first, last in zip(firsts.tolist(), [*firsts[1:].tolist(), len(sel)], strict=True):
         begin = int(new_starts[first])
-        count = int(part_lengths.sum())
-        index = np.repeat(value[sel[part]] - new_starts[part], part_lengths)
+        if is_long[first]:
+            source = int(value[sel[first]])
+            blob[begin : begin + int(lengths[first])] = buf[source : source + int(lengths[first])]
+            continue
+        part = slice(first, last)
+        count = int(lengths[part].sum())
+        index = np.repeat(value[sel[part]] - new_starts[part], lengths[part])
         index += np.arange(begin, begin + count)
         blob[begin : begin + count] = buf[index]
     value[sel] = new_starts  # in place: the decoders' columns are writable and ours alone
@@ -241,10 +256,43 @@ def _stat_columns(buf: np.ndarray, stats: wire_numpy.StatArrays) -> StatColumns:
     return StatColumns(row, meta, kind, value, length, blob)
 
 
+def _check_times(decoded: list[tuple[xplane_pb2.XPlane, list[_RawLine]]], origin_ns: int) -> None:
+    """UnreadableProfile unless every event has a duration >= 0 and starts and ends within
+    `MAX_SPAN_PS` of the origin (line timestamps far apart, or huge offsets and durations,
+    would wrap the int64 time columns). A few reductions per line; no loop per event."""
+    limit_days = MAX_SPAN_PS / 1e12 / 86_400
+    for plane, lines in decoded:
+        for raw in lines:
+            if not len(raw.metadata_id):
+                continue
+            where = f"line {raw.display_name or raw.name or raw.id!r} of plane {plane.name!r}"
+            if int(raw.event_duration_ps.min()) < 0:
+                raise UnreadableProfile(
+                    f"{where} has events of negative duration "
+                    f"({int(raw.event_duration_ps.min()):,} ps): the file is corrupt or was "
+                    "not written by a profiler")
+            shift_ps = (raw.timestamp_ns - origin_ns) * 1000
+            first_ps = shift_ps + int(raw.offset_ps.min())
+            longest_ps = int(raw.event_duration_ps.max())
+            last_offset_ps = int(raw.offset_ps.max())
+            if max(shift_ps, abs(first_ps), abs(shift_ps + last_offset_ps),
+                   longest_ps) <= MAX_SPAN_PS:
+                # offsets <= MAX_SPAN_PS (shift >= 0) and durations too: the sum cannot wrap
+                last_ps = shift_ps + int((raw.offset_ps + raw.event_duration_ps).max())
+            else:
+                last_ps = MAX_SPAN_PS + 1
+            if first_ps < -MAX_SPAN_PS or last_ps > MAX_SPAN_PS:
+                raise UnreadableProfile(
+                    f"{where} has events more than {limit_days:.1f} days from the start of the "
+                    "profile (line timestamps far apart, or huge offsets or durations): the "
+                    "file is corrupt or was not written by a profiler")
+
+
 def _build_line(raw: _RawLine, origin_ns: int) -> Line:
-    shift_ps = (raw.timestamp_ns - origin_ns) * 1000
     start_ps = raw.offset_ps
-    start_ps += np.int64(shift_ps)  # in place: offsets become starts from the profile origin
+    if len(start_ps):  # an empty line's timestamp is never used (and may be far away)
+        # in place: offsets become starts from the profile origin (`_check_times`: no wrap)
+        start_ps += np.int64((raw.timestamp_ns - origin_ns) * 1000)
     return Line(
         id=raw.id,
         display_id=raw.display_id,

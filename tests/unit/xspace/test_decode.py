@@ -248,3 +248,80 @@ def test_an_event_with_very_many_stats_decodes_alike_and_fast() -> None:
     began = time.perf_counter()
     assert decode_xspace(big, pure=True).planes[0].lines[0].events.duration_ps.tolist() == [10, 5]
     assert time.perf_counter() - began <= 3.0
+
+
+def _two_lines(second_timestamp_ns: int = 2_000, offset_ps: int = 0,
+               duration_ps: int = 5) -> bytes:
+    b = XSpaceBuilder()
+    cpu = b.plane("/host:CPU")
+    cpu.line("a", line_id=1, timestamp_ns=1_000).event("x", offset_ps=0, duration_ps=10)
+    cpu.line("b", line_id=2, timestamp_ns=second_timestamp_ns).event(
+        "y", offset_ps=offset_ps, duration_ps=duration_ps)
+    return b.serialize()
+
+
+_DAY_NS = 86_400 * 10**9
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+@pytest.mark.parametrize(("data", "message"), [
+    (_two_lines(second_timestamp_ns=1_000 + 107 * _DAY_NS), "days from the start"),
+    (_two_lines(second_timestamp_ns=1_000 + 4 * _DAY_NS), "days from the start"),
+    (_two_lines(second_timestamp_ns=2**63 - 1), "days from the start"),
+    (_two_lines(second_timestamp_ns=-(2**63)), "days from the start"),
+    (_two_lines(duration_ps=-1), "negative duration"),
+    (_two_lines(duration_ps=-(2**63)), "negative duration"),
+    (_two_lines(duration_ps=2**62), "days from the start"),
+    (_two_lines(duration_ps=2**63 - 1), "days from the start"),
+    (_two_lines(offset_ps=2**63 - 1), "days from the start"),
+    (_two_lines(offset_ps=-(2**63)), "days from the start"),
+    (_two_lines(offset_ps=2**58, duration_ps=1), "days from the start"),
+])
+def test_times_that_would_wrap_are_unreadable(data: bytes, message: str, pure: bool) -> None:
+    with pytest.raises(UnreadableProfile, match=f"line '[ab]' of plane '/host:CPU'.*{message}"):
+        decode_xspace(data, pure=pure)
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+def test_times_up_to_the_span_limit_decode(pure: bool) -> None:
+    from tb_profile_plugin.xspace.decode import MAX_SPAN_PS
+
+    shift_ns = 3 * _DAY_NS  # 3 days: within the 3.3-day span
+    data = _two_lines(second_timestamp_ns=1_000 + shift_ns, offset_ps=7,
+                      duration_ps=MAX_SPAN_PS - shift_ns * 1000 - 7)
+    line = decode_xspace(data, pure=pure).planes[0].lines[1]
+    assert line.events.start_ps.tolist() == [shift_ns * 1000 + 7]
+    assert int(line.events.start_ps[0] + line.events.duration_ps[0]) == MAX_SPAN_PS
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+def test_an_empty_line_far_away_is_ignored(pure: bool) -> None:
+    b = XSpaceBuilder()
+    cpu = b.plane("/host:CPU")
+    cpu.line("a", line_id=1, timestamp_ns=1_000).event("x", offset_ps=3, duration_ps=10)
+    cpu.line("empty", line_id=2, timestamp_ns=2**63 - 1)
+    profile = decode_xspace(b.serialize(), pure=pure)
+    assert profile.origin_ns == 1_000
+    assert profile.planes[0].lines[0].events.start_ps.tolist() == [3]
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+def test_long_string_stats_cost_their_size(pure: bool) -> None:
+    """A long string is copied as one slice (an 8 MiB string needed 136 MiB of index); the
+    pure decoder's copies (events as bytes, joined, then the blob) stay within 4x."""
+    import tracemalloc
+
+    text = "=" * (8 << 20)
+    b = XSpaceBuilder()
+    line = b.plane("/host:CPU").line("a", line_id=1, timestamp_ns=1)
+    line.event("x", offset_ps=0, duration_ps=1, short="abc", long=text, after=b"\x01\x02")
+    line.event("y", offset_ps=2, duration_ps=1, short2="de")
+    data = b.serialize()
+    tracemalloc.start()
+    try:
+        profile = decode_xspace(data, pure=pure)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert_same_as_protobuf(data, profile)
+    assert peak < 4 * len(data)
