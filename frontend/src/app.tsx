@@ -140,6 +140,7 @@ export function App({ store }: { store: SelectionStore }) {
           host={host}
           params={params}
           onParams={(next) => choose({ run, view, host, params: next })}
+          onView={(next) => choose({ run, view: next, host: shown.host, params: NO_PARAMS })}
           requestedView={requested.view}
           requestedHost={requested.host}
           onCapture={() => setCaptureOpen(true)}
@@ -170,6 +171,8 @@ interface MainAreaProps {
   readonly host: string | null;
   readonly params: ViewParams;
   readonly onParams: (params: ViewParams) => void;
+  /** Switches to another view of the run (links between views, e.g. the verdicts'). */
+  readonly onView: (view: string) => void;
   readonly requestedView: string | null;
   readonly requestedHost: string | null;
   readonly onCapture: () => void;
@@ -266,6 +269,7 @@ function MainArea(props: MainAreaProps) {
           host={host}
           params={props.params}
           onParams={props.onParams}
+          onView={props.onView}
         />
       </ViewErrorBoundary>
     </article>

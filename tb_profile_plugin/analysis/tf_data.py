@@ -16,9 +16,9 @@ import numpy as np
 from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.tf_data_advice import (
     PREFETCH_SUGGESTION,
-    GetNextLatency,
+    GetNextCalls,
     ends_in_prefetch,
-    get_next_latency,
+    get_next_calls,
     suggestion,
     suggestion_type,
 )
@@ -58,7 +58,7 @@ class PipelineSummary:
 class HostTfData:
     events: TfDataEvents
     stats: ExecutionStats
-    get_next: GetNextLatency
+    get_next: GetNextCalls  # per step: tf_data_advice.get_next_per_step with the host's steps
     pipelines: list[PipelineSummary]
 
     def iterator_of_row(self, row: int) -> IteratorInfo:
@@ -74,7 +74,7 @@ def analyze_tf_data(profile: Profile) -> HostTfData:
     events = find_tf_data_events(table, forest.nesting)
     stats = execution_stats(events)
     summaries = [_summary(events, stats, p) for p in events.pipelines]
-    return HostTfData(events, stats, get_next_latency(table, forest), summaries)
+    return HostTfData(events, stats, get_next_calls(table, forest), summaries)
 
 
 def _summary(events: TfDataEvents, stats: ExecutionStats, pipeline: Pipeline) -> PipelineSummary:
@@ -99,6 +99,19 @@ def _summary(events: TfDataEvents, stats: ExecutionStats, pipeline: Pipeline) ->
         pipeline, int(latency.min()), float(latency.mean()), int(latency.max()), len(latency),
         int((latency > SLOW_CALL_PS).sum()), prefetch_ok, bottleneck, self_ps, calls, kind,
         texts)
+
+
+def slowest_host_pipeline(host: HostTfData) -> PipelineSummary | None:
+    """The host pipeline (not a device one) with a bottleneck whose slowest root call took
+    longest: the one the view's verdict is about (input-bound when that call is slower than
+    50 µs, `is_input_bound`); None when no host pipeline call was captured."""
+    ranked = [s for s in host.pipelines if s.pipeline.kind == "host" and s.bottleneck is not None]
+    return max(ranked, key=lambda s: s.max_latency_ps, default=None)
+
+
+def is_input_bound(summary: PipelineSummary | None) -> bool:
+    """The tf.data view's verdict: a host pipeline's slowest root call took more than 50 µs."""
+    return summary is not None and summary.max_latency_ps > SLOW_CALL_PS
 
 
 def execution_rows(host: HostTfData, execution: int) -> np.ndarray:

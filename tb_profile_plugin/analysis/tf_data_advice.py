@@ -3,7 +3,9 @@
 The guide's workflow ("Analyze tf.data performance with the TF Profiler"):
 
 1. Is the program input-bound? Look at `IteratorGetNext` (or `IteratorGetNextAsOptional`)
-   per step: a fast input pipeline answers in ≤ 50 µs (`FAST_GET_NEXT_PS`).
+   per step: a fast input pipeline answers in ≤ 50 µs (`FAST_GET_NEXT_PS`). The steps are
+   the overview's (the host's step database), so both views count the same steps; a profile
+   without steps has no step to check.
 2. Does the pipeline end in `prefetch`? Without it, producing the next batch cannot overlap
    the training step.
 3. Which iterator is slow, and of what kind: a *source* (reading files: read them in parallel
@@ -21,6 +23,7 @@ import numpy as np
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.forest import Forest
 from tb_profile_plugin.analysis.nesting import under
+from tb_profile_plugin.analysis.step_db import StepDb
 from tb_profile_plugin.analysis.tf_data_pipelines import IteratorInfo, kind_of
 
 FAST_GET_NEXT_PS = 50_000_000  # 50 µs
@@ -111,35 +114,72 @@ def ends_in_prefetch(root: IteratorInfo, iterators: dict[int, IteratorInfo]) -> 
 
 
 @dataclass(frozen=True)
-class GetNextLatency:
-    """Time spent in IteratorGetNext per step (or per call, where no step contains it)."""
+class GetNextCalls:
+    """The outermost IteratorGetNext(AsOptional) kernel or op events, in time order."""
 
-    step_num: np.ndarray  # int64, -1 for a call outside every step
-    latency_ps: np.ndarray  # int64
+    group_id: np.ndarray  # int64: the event forest's group, -1 for a call in no group
+    start_ps: np.ndarray  # int64
+    duration_ps: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+
+def get_next_calls(table: EventTable, forest: Forest) -> GetNextCalls:
+    """Outermost IteratorGetNext(AsOptional) kernel or op events (one per call: the op event
+    nests its kernel event), with their forest group."""
+    def wanted(name: str) -> bool:
+        return name in GET_NEXT_KERNELS or name.rsplit(":", 1)[-1] in GET_NEXT_OP_TYPES
+    mask = table.event_mask(table.names_matching(wanted))
+    events = np.flatnonzero(mask & ~under(mask, forest.nesting.parent))
+    events = events[np.argsort(table.start_ps[events], kind="stable")]
+    return GetNextCalls(forest.group_id[events].astype(np.int64),
+                        table.start_ps[events].astype(np.int64),
+                        table.duration_ps[events].astype(np.int64))
+
+
+@dataclass(frozen=True)
+class GetNextLatency:
+    """Time spent in IteratorGetNext in each step of a step database (the overview's steps:
+    the same count and numbers), and the calls that fall in none of them."""
+
+    step_num: np.ndarray  # int64, one per step of the step database, in its order
+    latency_ps: np.ndarray  # int64, 0 for a step without a call
     num_calls: np.ndarray  # int64
+    num_outside_calls: int  # calls in no step (outside every step, or in a dropped one)
+    outside_latency_ps: int  # their summed duration
 
     @property
     def fast(self) -> np.ndarray:
         return self.latency_ps <= FAST_GET_NEXT_PS
 
 
-def get_next_latency(table: EventTable, forest: Forest) -> GetNextLatency:
-    """Outermost IteratorGetNext(AsOptional) kernel or op events, summed per step."""
-    def wanted(name: str) -> bool:
-        return name in GET_NEXT_KERNELS or name.rsplit(":", 1)[-1] in GET_NEXT_OP_TYPES
-    mask = table.event_mask(table.names_matching(wanted))
-    events = np.flatnonzero(mask & ~under(mask, forest.nesting.parent))
-    group = forest.group_id[events]
-    duration = table.duration_ps[events]
-    grouped = group >= 0
-    groups, inverse = np.unique(group[grouped], return_inverse=True)
-    inverse = inverse.ravel()
-    per_step = np.zeros(len(groups), np.int64)
-    np.add.at(per_step, inverse, duration[grouped])
-    calls = np.bincount(inverse, minlength=len(groups)).astype(np.int64)
-    loose = events[~grouped]
-    order = np.argsort(table.start_ps[loose], kind="stable")
+def get_next_per_step(calls: GetNextCalls, steps: StepDb, by_group: bool) -> GetNextLatency:
+    """IteratorGetNext time per step of `steps`, summed over the calls of the step.
+
+    by_group (steps made from the event forest's groups, `StepDb.group_id` being the group):
+    a call belongs to the step of its forest group, as the reference groups it. Otherwise
+    (steps from jitted-function executions, whose ids are no forest groups): a call belongs
+    to the step whose span [begin, begin + duration) holds its start. A call in no kept step
+    (ungrouped, or in a first or last step dropped as partial) is counted apart.
+    """
+    n = len(steps)
+    step_of = np.full(len(calls), -1, np.int64)
+    if n and by_group:
+        order = np.argsort(steps.group_id, kind="stable")
+        sorted_ids = steps.group_id[order]
+        at = np.clip(np.searchsorted(sorted_ids, calls.group_id), 0, n - 1)
+        found = (calls.group_id >= 0) & (sorted_ids[at] == calls.group_id)
+        step_of[found] = order[at[found]]
+    elif n:
+        at = np.searchsorted(steps.begin_ps, calls.start_ps, "right") - 1
+        safe = np.maximum(at, 0)
+        found = (at >= 0) & (calls.start_ps < steps.begin_ps[safe] + steps.duration_ps[safe])
+        step_of[found] = at[found]
+    counted = step_of >= 0
+    latency = np.zeros(n, np.int64)
+    np.add.at(latency, step_of[counted], calls.duration_ps[counted])
+    num_calls = np.bincount(step_of[counted], minlength=n).astype(np.int64)
     return GetNextLatency(
-        np.concatenate([forest.step_num[groups], np.full(len(loose), -1, np.int64)]),
-        np.concatenate([per_step, duration[~grouped][order]]),
-        np.concatenate([calls, np.ones(len(loose), np.int64)]))
+        steps.step_num.astype(np.int64), latency, num_calls, int((~counted).sum()),
+        int(calls.duration_ps[~counted].sum()))

@@ -1,7 +1,9 @@
 """overview_page view: step time and its breakdown, verdict, top ops, environment, advice.
 
 Keys (docs/api.md): steps, step_time_ms, categories (per category avg/stddev/min/max in ms and
-share of step time), input_percent, all_others_percent, bottleneck, device_compute_precision,
+share of step time), input_percent, all_others_percent, bottleneck, verdict_basis and
+verdict_other_view (what the verdict measures, and the tf.data view's verdict:
+tools/verdict_basis.py), device_compute_precision,
 top_device_ops, top_host_ops, run_environment, step_rule, step_module (the jitted function
 whose executions are the steps, rule "executions"), jitted_functions (per XLA module: calls,
 execution times, device share, host dispatch), recommendations.
@@ -22,6 +24,7 @@ from tb_profile_plugin.analysis.advice import recommendations
 from tb_profile_plugin.analysis.breakdown import (
     CATEGORY_LABELS,
     Stats,
+    Verdict,
     category_ps,
     category_stats_ms,
     verdict,
@@ -37,6 +40,7 @@ from tb_profile_plugin.tools.analysis_views import (
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+from tb_profile_plugin.tools.verdict_basis import overview_basis, tf_data_verdict
 
 NAME = "overview_page"
 VERSION = 1
@@ -106,6 +110,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         input_percent=v.input_percent,
         all_others_percent=v.all_others_percent,
         bottleneck={"input_bound": v.input_bound, "statement": v.statement},
+        **_verdict_basis(request, v, len(steps), analysis.has_tf_data),
         device_compute_precision={
             "percent_16bit": 100.0 * analysis.ops.compute_16bit_ps / precision_total
             if precision_total else 0.0,
@@ -128,6 +133,17 @@ def build(request: ViewRequest) -> dict[str, Any]:
         recommendations=recommendations(analysis),
         **multi_host_keys(multi),
     )
+
+
+def _verdict_basis(request: ViewRequest, v: Verdict, num_steps: int,
+                   has_tf_data: bool) -> dict[str, Any]:
+    """`verdict_basis` and `verdict_other_view` (tools/verdict_basis.py); the tf.data view's
+    verdict is computed for one host only (ALL_HOSTS would decode every host here)."""
+    tf_data = None
+    if has_tf_data and len(request.profiles) == 1:
+        tf_data = tf_data_verdict(*next(iter(request.profiles.items())))
+    basis, other = overview_basis(v, num_steps, has_tf_data, tf_data)
+    return {"verdict_basis": basis, "verdict_other_view": other}
 
 
 def steps_table(doc: dict[str, Any]) -> Table:

@@ -3,20 +3,33 @@
 Keys (docs/api.md): summary (the verdict and the worst pipeline's bottleneck), bottlenecks
 (host pipelines, slowest first), pipelines (latency statistics of every pipeline), graphs
 (the iterator graph of each pipeline's slowest executions, rank 1 = slowest), get_next
-(IteratorGetNext latency per step). Offered for runs with `Iterator::` events; combines hosts
-(ALL_HOSTS analyses every host). Iterator ids are 64-bit and so are sent as strings.
+(IteratorGetNext latency per step: the overview's steps of each host, the same count and
+numbers; a host without steps has none to compare), verdict_basis and verdict_other_view
+(what the verdict measures, and the overview's verdict: tools/verdict_basis.py). Offered for
+runs with `Iterator::` events; combines hosts (ALL_HOSTS analyses every host). Iterator ids
+are 64-bit and so are sent as strings.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tb_profile_plugin.analysis.breakdown import verdict
+from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
+from tb_profile_plugin.analysis.host_analysis import HostAnalysis
+from tb_profile_plugin.analysis.multi_host import combine
 from tb_profile_plugin.analysis.tf_data import HostTfData, analyze_tf_data, execution_rows
-from tb_profile_plugin.analysis.tf_data_advice import FAST_GET_NEXT_PS
+from tb_profile_plugin.analysis.tf_data_advice import (
+    FAST_GET_NEXT_PS,
+    GetNextLatency,
+    get_next_per_step,
+)
 from tb_profile_plugin.analysis.tf_data_critical_path import SLOW_CALL_PS
 from tb_profile_plugin.analysis.tf_data_pipelines import ITERATOR_PREFIX
+from tb_profile_plugin.tools.analysis_views import host_analyses
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
+from tb_profile_plugin.tools.verdict_basis import TfDataVerdict, tf_data_basis
 
 NAME = "tf_data_bottleneck_analysis"
 VERSION = 1
@@ -34,20 +47,44 @@ def build(request: ViewRequest) -> dict[str, Any]:
     bottlenecks: list[dict[str, Any]] = []
     graphs: list[dict[str, Any]] = []
     get_next: list[dict[str, Any]] = []
+    steps_of = host_analyses(request)  # each host's steps: the overview's
     for host, profile in request.profiles.items():
         analysis = analyze_tf_data(profile)
         _host_diagnostics(host, analysis, diagnostics, len(request.profiles) > 1)
         pipelines.extend(_pipeline_rows(host, analysis))
         bottlenecks.extend(_bottleneck_rows(host, analysis))
         graphs.extend(_graphs(host, analysis))
-        get_next.append(_get_next(host, analysis))
+        get_next.append(_get_next(host, _per_step(analysis, steps_of[host])))
     bottlenecks.sort(key=lambda b: (-b["max_latency_us"], b["host"], b["input_pipeline"]))
+    overview_steps = (combine(steps_of).combined if len(steps_of) > 1
+                      else next(iter(steps_of.values()))).steps
+    if len(steps_of) > 1:
+        diagnostics.info.append(
+            "IteratorGetNext per step counts each host's own steps ("
+            + ", ".join(f"{g['host']}: {g['num_steps']}" for g in get_next)
+            + f"); the overview of all hosts shows the {len(overview_steps)} steps common to "
+            "every host")
+    summary = _summary(bottlenecks, pipelines, get_next)
+    worst = bottlenecks[0] if bottlenecks else None
+    basis, other = tf_data_basis(
+        None if worst is None else TfDataVerdict(
+            summary["is_input_bound"], worst["host"], worst["input_pipeline"],
+            worst["max_latency_us"], worst["iterator_name"]),
+        verdict(overview_steps), len(overview_steps))
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
-        summary=_summary(bottlenecks, pipelines, get_next),
+        summary=summary,
         bottlenecks=bottlenecks, pipelines=pipelines, graphs=graphs, get_next=get_next,
         slow_call_threshold_us=_us(SLOW_CALL_PS),
+        verdict_basis=basis, verdict_other_view=other,
     )
+
+
+def _per_step(analysis: HostTfData, host: HostAnalysis) -> GetNextLatency:
+    """IteratorGetNext time in each of the host's steps (the overview's): by forest group,
+    or by time for steps from jitted-function executions."""
+    return get_next_per_step(analysis.get_next, host.steps,
+                             by_group=host.root_rule != EXECUTION_RULE)
 
 
 def _host_diagnostics(host: str, analysis: HostTfData, diagnostics: Diagnostics,
@@ -152,14 +189,16 @@ def _graphs(host: str, analysis: HostTfData) -> list[dict[str, Any]]:
     return out
 
 
-def _get_next(host: str, analysis: HostTfData) -> dict[str, Any]:
-    g = analysis.get_next
+def _get_next(host: str, g: GetNextLatency) -> dict[str, Any]:
+    """One host's IteratorGetNext time per step; no slow-step count without steps."""
     latency = g.latency_ps
     return {
         "host": host, "num_steps": len(latency),
-        "num_slow_steps": int((latency > FAST_GET_NEXT_PS).sum()),
+        "num_slow_steps": int((latency > FAST_GET_NEXT_PS).sum()) if len(latency) else None,
         "avg_latency_us": _us(float(latency.mean())) if len(latency) else None,
         "max_latency_us": _us(int(latency.max())) if len(latency) else None,
+        "num_calls_outside_steps": g.num_outside_calls,
+        "outside_steps_latency_us": _us(g.outside_latency_ps),
         "steps": [
             {"step_num": int(step), "latency_us": _us(int(ps)), "num_calls": int(calls),
              "fast": bool(ps <= FAST_GET_NEXT_PS)}
@@ -169,20 +208,41 @@ def _get_next(host: str, analysis: HostTfData) -> dict[str, Any]:
     }
 
 
+def _get_next_text(get_next: list[dict[str, Any]]) -> str:
+    """The guide's per-step check in words: slow steps out of the overview's steps, or, on a
+    profile without steps, that there is none to compare."""
+    total_steps = sum(g["num_steps"] for g in get_next)
+    outside = sum(g["num_calls_outside_steps"] for g in get_next)
+    if total_steps:
+        slow = sum(g["num_slow_steps"] for g in get_next if g["num_steps"])
+        text = (f" IteratorGetNext took more than 50 µs in {slow} of the {total_steps} "
+                "step(s) the overview shows")
+        if outside:
+            text += (f"; {outside} call(s) fall outside those steps (before or after them, "
+                     "or in a partial first or last step) and are not counted")
+        return text + "."
+    if outside:
+        outside_us = sum(g["outside_steps_latency_us"] for g in get_next)
+        return (" The profile has no steps (see the overview's diagnostics), so there are no "
+                f"steps to compare IteratorGetNext time across; its {outside} call(s) took "
+                f"{outside_us / outside:.1f} µs on average.")
+    return ""
+
+
 def _summary(bottlenecks: list[dict[str, Any]], pipelines: list[dict[str, Any]],
              get_next: list[dict[str, Any]]) -> dict[str, Any]:
     """The verdict: input-bound when a host pipeline's slowest call takes more than 50 µs."""
-    steps = [g for g in get_next if g["num_steps"]]
-    slow_steps = sum(g["num_slow_steps"] for g in steps)
-    total_steps = sum(g["num_steps"] for g in steps)
-    get_next_text = (
-        f" IteratorGetNext took more than 50 µs in {slow_steps} of {total_steps} "
-        f"step(s)." if total_steps else "")
+    total_steps = sum(g["num_steps"] for g in get_next)
+    get_next_text = _get_next_text(get_next)
     summary: dict[str, Any] = {
         "is_input_bound": False, "host": None, "input_pipeline": None, "max_latency_us": None,
         "iterator_name": None, "iterator_long_name": None, "suggestion": None,
-        "suggestion_type": None, "num_slow_get_next_steps": slow_steps,
+        "suggestion_type": None,
+        "num_slow_get_next_steps": sum(g["num_slow_steps"] for g in get_next
+                                       if g["num_steps"]) if total_steps else None,
         "num_get_next_steps": total_steps,
+        "num_get_next_calls_outside_steps": sum(g["num_calls_outside_steps"]
+                                                for g in get_next),
     }
     if not bottlenecks:
         has_calls = any(p["num_calls"] for p in pipelines)

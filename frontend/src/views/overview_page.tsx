@@ -8,7 +8,9 @@
  * diagnostics. Diagnostics with errors or warnings come first, since they explain what is
  * missing; otherwise last. A profile without steps shows a notice instead of the chart.
  *
- * Hooks: overview-verdict (data-level), overview-avg-step-ms, overview-step-stddev-ms,
+ * Hooks: overview-verdict (data-level), overview-verdict-basis with its -text and -link
+ * (verdict_basis.tsx: what the verdict measures, a link to the tf.data view),
+ * overview-avg-step-ms, overview-step-stddev-ms,
  * overview-min-step-ms, overview-max-step-ms, overview-step-count, overview-input-percent,
  * overview-all-others-percent, overview-precision-16bit, overview-precision-32bit,
  * overview-host-count, overview-device-type, overview-device-cores, step-chart (data-steps),
@@ -42,6 +44,7 @@ import {
 import { diagnosticsOf, type ViewProps } from "./types";
 import { Card, CsvLink, Figure, NoSteps, Section, Verdict } from "./widgets";
 import { JittedFunctions } from "./jitted_functions";
+import { VerdictBasis } from "./verdict_basis";
 import { type XlaFacts, xlaColumns, xlaFactsOf } from "./xla_columns";
 
 interface TopOp extends XlaFacts {
@@ -206,7 +209,7 @@ function CategoryTable({ categories }: { categories: Readonly<Record<string, unk
   );
 }
 
-export function OverviewPage({ doc, run, view, host }: ViewProps) {
+export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
   const steps = useMemo(() => stepsOf(doc["steps"]), [doc]);
   const stepTime = statsOf(doc["step_time_ms"]);
   const bottleneck = bottleneckOf(doc["bottleneck"]);
@@ -237,6 +240,7 @@ export function OverviewPage({ doc, run, view, host }: ViewProps) {
   return (
     <div class="analysis-view overview-page" data-testid="overview-page">
       <Verdict bottleneck={bottleneck} testid="overview-verdict" />
+      <VerdictBasis doc={doc} testid="overview-verdict-basis" onView={onView} />
       {problemsFirst ? panel : null}
 
       <div class="cards">

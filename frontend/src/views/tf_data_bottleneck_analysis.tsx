@@ -8,6 +8,8 @@
  * (1 = the slowest call), drawn by tf_data_graph.tsx.
  *
  * Hooks: tfdata-view, tfdata-summary (data-input-bound) with tfdata-message,
+ * tfdata-verdict-basis with its -text and -link (verdict_basis.tsx: what the verdict
+ * measures, a link to the overview),
  * tfdata-bottleneck-name, tfdata-bottleneck-long-name, tfdata-suggestion (one per
  * suggestion); tables `tfdata-bottlenecks` (rows tfdata-bottleneck-row) and
  * `tfdata-pipelines` (rows tfdata-pipeline-row, data-pipeline, data-host); selectors
@@ -29,6 +31,7 @@ import {
 } from "./tf_data_doc";
 import { TfDataGraphView } from "./tf_data_graph";
 import { diagnosticsOf, type ViewProps } from "./types";
+import { VerdictBasis } from "./verdict_basis";
 import { CsvLink, Section } from "./widgets";
 
 function us(
@@ -144,7 +147,7 @@ function Selector({
   );
 }
 
-export function TfDataBottleneckAnalysis({ doc, run, view, host }: ViewProps) {
+export function TfDataBottleneckAnalysis({ doc, run, view, host, onView }: ViewProps) {
   const summary = useMemo(() => summaryOf(doc["summary"]), [doc]);
   const bottlenecks = useMemo(() => bottlenecksOf(doc["bottlenecks"]), [doc]);
   const pipelines = useMemo(() => pipelinesOf(doc["pipelines"]), [doc]);
@@ -189,6 +192,7 @@ export function TfDataBottleneckAnalysis({ doc, run, view, host }: ViewProps) {
             {summary.input_pipeline} on {summary.host}
           </p>
         ) : null}
+        <VerdictBasis doc={doc} testid="tfdata-verdict-basis" onView={onView} />
       </section>
 
       {bottlenecks.length ? (

@@ -32,6 +32,11 @@ export interface ViewProps {
    * parameter out to use the server's default.
    */
   readonly onParams: (params: ViewParams) => void;
+  /**
+   * Switches to another view of the same run (a new history entry), keeping the host where
+   * that view offers it, else the shell shows its first host with a notice.
+   */
+  readonly onView?: (view: string) => void;
 }
 
 export type ViewRenderer = ComponentType<ViewProps>;

@@ -91,8 +91,9 @@ def test_range_map_repeat_batch_without_prefetch() -> None:
     assert host.events.iterators[MAP].long_name == "Iterator::Root::BatchV2::Repeat::Map"
     assert host.events.iterators[MAP].parent_id == REPEAT
     assert not host.events.iterators[MAP].is_async
-    assert host.get_next.latency_ps.tolist() == [998 * US]
-    assert host.get_next.step_num.tolist() == [0] and host.get_next.fast.tolist() == [False]
+    # One IteratorGetNext call (the outermost event), in the step's forest group.
+    assert host.get_next.duration_ps.tolist() == [998 * US]
+    assert host.get_next.start_ps.tolist() == [2 * US] and host.get_next.group_id.tolist() == [0]
 
 
 def _prefetched(b: XSpaceBuilder) -> LineBuilder:
