@@ -61,9 +61,9 @@ class EventTable:
         and shared (a stat no line writes costs no memory)."""
         key = ("int", stat_name, fill)
         if key not in self._stat_cache:
-            written = [(k, plane.stat_metadata.id_of(stat_name))
-                       for k, (plane, _) in enumerate(self.lines)]
-            written = [(k, stat_id) for k, stat_id in written if stat_id is not None]
+            ids = [(k, plane.stat_metadata.id_of(stat_name))
+                   for k, (plane, _) in enumerate(self.lines)]
+            written = [(k, stat_id) for k, stat_id in ids if stat_id is not None]
             if not written:  # no line has the stat: one shared read-only value, no column
                 out = np.broadcast_to(np.int64(fill), (len(self),))
             else:
