@@ -66,3 +66,18 @@ class CaptureTimedOut(CaptureFailed):
     """Every profiler server failed by missing its deadline (HTTP 504)."""
 
     http_status = 504
+
+
+class RequestTimedOut(ProfileError):
+    """The request computed longer than TB_PROFILE_REQUEST_SECONDS (HTTP 503;
+    request_budget.py)."""
+
+    http_status = 503
+    exit_code = 1  # the CLI sets no budget: never raised there
+
+
+class ClientGone(ProfileError):
+    """The client closed its connection; nobody will read the answer (HTTP 499, never sent)."""
+
+    http_status = 499
+    exit_code = 1  # the CLI sets no budget: never raised there

@@ -19,13 +19,14 @@ from typing import Any
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
-from tb_profile_plugin import metadata
+from tb_profile_plugin import metadata, request_budget
 from tb_profile_plugin.analysis import executors, host_pool
 from tb_profile_plugin.analysis.host_facts import HostFacts
 from tb_profile_plugin.errors import (
     BadRequest,
     CaptureBusy,
     CaptureDisabled,
+    ClientGone,
     NotFound,
     ProfileError,
 )
@@ -102,10 +103,21 @@ def _refuse_cross_site(request: Request, listen_host: str | None = None) -> None
             f"({origin or fetch_site}); open the Profile tab from this TensorBoard to capture")
 
 
-def _respond_errors(handler: Handler) -> Handler:
+def _respond_errors(handler: Handler, budgeted: bool = True) -> Handler:
+    """`handler` with every error mapped to a JSON answer and, when `budgeted`, its work
+    under the request's time budget and stopped when its client leaves (request_budget.py)."""
+
     def wrapped(request: Request) -> Response:
         try:
-            return handler(request)
+            if not budgeted:
+                return handler(request)
+            client = request.environ.get("werkzeug.socket")
+            with request_budget.bounded(request_budget.request_seconds(), client,
+                                        f"the request for {request.full_path}"):
+                return handler(request)
+        except ClientGone as exc:
+            logger.warning("%s", exc)
+            return _json(request, {"error": str(exc)}, exc.http_status)
         except ProfileError as exc:
             return _json(request, {"error": str(exc)}, exc.http_status)
         except Exception as exc:  # the server stays up whatever a profile does
@@ -159,7 +171,8 @@ class ProfilePlugin(base_plugin.TBPlugin):
             "/hosts": _respond_errors(self._serve_hosts),
             "/data": _respond_errors(self._serve_data),
             "/data_csv": _respond_errors(self._serve_data_csv),
-            "/capture_profile": _respond_errors(self._serve_capture_profile),
+            # A capture runs for the duration it was asked for, under its own deadlines.
+            "/capture_profile": _respond_errors(self._serve_capture_profile, budgeted=False),
             "/compare": _respond_errors(self._serve_compare),
             "/trace_event": _respond_errors(self._serve_trace_event),
             "/trace_search": _respond_errors(self._serve_trace_search),

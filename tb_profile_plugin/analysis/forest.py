@@ -48,6 +48,7 @@ from tb_profile_plugin.analysis.nesting import (
     nearest_marked,
     under,
 )
+from tb_profile_plugin.request_budget import checkpoint
 
 _NONE = np.iinfo(np.int64).max
 LEGACY_ROOT_NAMES = frozenset({"TraceContext", "SessionRun", "RunGraph"})
@@ -161,6 +162,7 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
 
     down = _top_down(parent, nesting.depth)
     for _ in range(64):  # chains of cross-thread hops are short; 64 is a safety bound
+        checkpoint()
         changed = down(group)
         for link in links:
             changed |= link.apply(group)

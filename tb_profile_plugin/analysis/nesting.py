@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.request_budget import checkpoint
+
 
 @dataclass(frozen=True)
 class Nesting:
@@ -107,6 +109,7 @@ def stack_nesting(by_start: np.ndarray, close_t: np.ndarray) -> tuple[np.ndarray
     index = np.arange(n)
     run = np.zeros(n, np.int64)  # length of the run of closes before i that end before i's
     for k in range(len(tables) - 1, -1, -1):
+        checkpoint()
         size = 1 << k
         first = index - run - size  # the block [first, first + size) just left of the run
         ok = first >= 0
@@ -137,6 +140,7 @@ def ancestor_reduce(values: np.ndarray, parent: np.ndarray, op: np.ufunc,
     nxt = np.where(has, parent, -1)
     live = np.flatnonzero(has)
     while len(live):
+        checkpoint()
         # acc[i] covers the ancestors (i, nxt[i]]; acc[far] those after far up to nxt[far]
         # (all of them once nxt[far] is -1). Right sides are read before either write.
         far = nxt[live]
@@ -156,6 +160,7 @@ def nearest_marked(values: np.ndarray, marked: np.ndarray, parent: np.ndarray) -
     nxt = parent.astype(np.int64).copy()
     live = np.flatnonzero(~found & (nxt >= 0))
     while len(live):
+        checkpoint()
         # Invariant: i and every node strictly between i and nxt[i] are unmarked.
         far = nxt[live]
         ready = found[far]
@@ -171,6 +176,9 @@ def nearest_marked(values: np.ndarray, marked: np.ndarray, parent: np.ndarray) -
 #: Walks up to this many levels one at a time (cheapest on real, shallow nesting); deeper
 #: chains finish by pointer jumping, so the work never grows with depth times events.
 WALK_LEVELS = 64
+#: From this level on, the walk stops early when more than half the events are still deeper
+#: (real nesting never is; a chain of identical events always is).
+_WALK_CHECK_LEVEL = 8
 
 
 def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
@@ -178,9 +186,12 @@ def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
     found = np.zeros(len(mask), bool)
     ancestor = parent.copy()
     live = np.flatnonzero(ancestor >= 0)
-    for _ in range(WALK_LEVELS):
+    for level in range(WALK_LEVELS):
         if not len(live):
             return found
+        if level >= _WALK_CHECK_LEVEL and 2 * len(live) > len(mask):
+            break  # most events are deeper still: a runaway chain, finished by jumping
+        checkpoint()
         found[live] |= mask[ancestor[live]]
         ancestor[live] = parent[ancestor[live]]
         live = live[ancestor[live] >= 0]

@@ -25,6 +25,7 @@ from typing import TypeVar, cast
 from tb_profile_plugin.analysis.events import EventTable, build_event_table
 from tb_profile_plugin.analysis.forest import Forest, build_forest
 from tb_profile_plugin.analysis.nesting import Nesting, compute_nesting
+from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.xspace.model import Profile
 
 T = TypeVar("T")
@@ -50,7 +51,8 @@ def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
                 with _lock:
                     if name in derived.results:
                         return cast(T, derived.results[name])
-                result = build(profile)
+                checkpoint()  # a request past its time or left by its client stops here
+                result = build(profile)  # kept below even if the request stops next
                 with _lock:
                     derived.add(name, result)  # measured with the others: shared parts once
                     notify = derived.on_grow

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin.analysis.profile_cache import per_profile
+from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace.depth import depth_order
 from tb_profile_plugin.trace.derived import (
     FRAMEWORK_OPS,
@@ -200,6 +201,7 @@ def build_index(profile: Profile) -> TraceIndex:
     line_position: dict[int, int] = {}
     per_process: list[tuple[Plane, int, list[_Track]]] = []
     for p_index in sorted(range(len(profile.planes)), key=lambda i: _plane_key(profile.planes[i])):
+        checkpoint()
         plane = profile.planes[p_index]
         if not plane.lines:
             continue

@@ -15,6 +15,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.xspace import wire_numpy
 from tb_profile_plugin.xspace.model import (
     EventColumns,
@@ -81,6 +82,7 @@ def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
         plane_fields = [(row, _scan(view, int(row[3]), int(row[4]), pure))
                         for row in fields[is_plane]]
         _check_line_count(plane_fields)
+        checkpoint()
         decoded = [_decode_plane(view, plane, pure) for _, plane in plane_fields]
     except (ValueError, DecodeError) as exc:
         raise UnreadableProfile(
@@ -89,6 +91,7 @@ def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
     starts = [raw.timestamp_ns for _, lines in decoded for raw in lines if len(raw.metadata_id)]
     origin_ns = min(starts) if starts else 0
     _check_times(decoded, origin_ns)
+    checkpoint()
     planes = [_build_plane(plane, lines, origin_ns) for plane, lines in decoded]
     return Profile(
         planes=planes,

@@ -1,0 +1,115 @@
+"""A request stops computing when its client leaves or its time is up (request_budget.py),
+through a real TensorBoard: the profile is a real capture with two million identical events
+nested in one another on one thread (seconds of analysis), the client a raw socket."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tb_profile_plugin.xspace.pb import xplane_pb2
+from tests.hostile_corpus import _busy_lines, _mutate
+from tests.integration.conftest import PREFIX, Server, bad_session, start_tensorboard, stop
+
+DEEP_EVENTS = 2_000_000
+RUN = "deep_nesting"
+
+
+def _deep_nesting(space: xplane_pb2.XSpace) -> None:
+    line = _busy_lines(space)[0]
+    template = xplane_pb2.XEvent(metadata_id=line.events[0].metadata_id, offset_ps=0,
+                                 duration_ps=10**6)
+    line.events.extend([template] * DEEP_EVENTS)
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("budget") / "logdir"
+    deep = _mutate("custom_loop", _deep_nesting).SerializeToString()
+    bad_session(root, RUN, {"deep.xplane.pb": deep})
+    good = _mutate("custom_loop", lambda space: None).SerializeToString()
+    bad_session(root, "good", {"good.xplane.pb": good})
+    return root
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _run_path(run: str) -> str:
+    return f"{run}/2020_01_01_00_00_00"
+
+
+def _request_line(run: str, tag: str) -> bytes:
+    return (f"GET {PREFIX}/data?run={_run_path(run)}&tag={tag}&host=deep HTTP/1.1\r\n"
+            "Host: 127.0.0.1\r\nConnection: close\r\n\r\n").encode()
+
+
+@pytest.fixture(scope="module")
+def server(logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    running = start_tensorboard(logdir, tmp_path_factory.mktemp("tb_budget"))
+    yield running
+    stop(running)
+
+
+def _wait_for_log(server: Server, text: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if text in server.log():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_an_abandoned_request_stops_computing(server: Server) -> None:
+    host, port = server.base_url.removeprefix("http://").split(":")
+    pid = server.process.pid
+    before_s = _cpu_seconds(pid)
+    with socket.create_connection((host, int(port))) as client:
+        client.sendall(_request_line(RUN, "overview_page"))
+        time.sleep(1.0)  # the server is decoding and analysing the two million events
+        computing_s = _cpu_seconds(pid) - before_s
+    assert computing_s > 0.3, f"the request was not computing ({computing_s:.2f} s of CPU)"
+    closed_at = time.monotonic()
+    assert _wait_for_log(server, "the client closed its connection", 5.0), server.log()[-3000:]
+    stopped_after_s = time.monotonic() - closed_at
+    # Once stopped, the server idles: no analysis keeps running for nobody.
+    idle_from_s = _cpu_seconds(pid)
+    time.sleep(2.0)
+    idle_cpu_s = _cpu_seconds(pid) - idle_from_s
+    assert idle_cpu_s < 0.5, f"{idle_cpu_s:.2f} s of CPU in the 2 s after the stop"
+    assert stopped_after_s < 5.0
+    assert "Traceback" not in server.log()
+    # The server still answers, and the same view of the same run when asked again by a client
+    # that waits (what was finished before the stop is kept).
+    status, doc = server.fetch_json("data", run=_run_path("good"), tag="overview_page",
+                                    host="good")
+    assert status == 200 and doc["steps"], doc
+    status, doc = server.fetch_json("data", run=_run_path(RUN), tag="overview_page", host="deep")
+    assert status == 200, doc
+
+
+def test_a_request_over_its_time_is_a_503_with_a_sentence(
+        logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    running = start_tensorboard(logdir, tmp_path_factory.mktemp("tb_short"),
+                                env={"TB_PROFILE_REQUEST_SECONDS": "0.2"})
+    try:
+        started = time.monotonic()
+        status, doc = running.fetch_json("data", run=_run_path(RUN), tag="overview_page",
+                                         host="deep")
+        took_s = time.monotonic() - started
+        assert status == 503, doc
+        assert "TB_PROFILE_REQUEST_SECONDS" in doc["error"] and "0.2 s limit" in doc["error"]
+        assert took_s < 5.0, f"answered after {took_s:.1f} s"
+        # Other routes and small runs are still served within the budget.
+        status, runs = running.fetch_json("runs")
+        assert status == 200 and _run_path("good") in runs
+        assert "Traceback" not in running.log()
+    finally:
+        stop(running)
