@@ -206,7 +206,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
 
     def _serve_data(self, request: Request) -> Response:
         view, view_request = self._view_request(request)
-        return _json(request, view.build(view_request))
+        return _json(request, registry.build_document(view, view_request))
 
     def _serve_data_csv(self, request: Request) -> Response:
         view, view_request = self._view_request(request)
@@ -215,7 +215,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
         if table is None:
             available = ", ".join(view.tables) or "none"
             raise NotFound(f"view {view.name} has no table {table_name!r} (tables: {available})")
-        header, rows = table(view.build(view_request))
+        header, rows = table(registry.build_document(view, view_request))
         filename = f"{view.name}_{table_name}.csv"
         return _respond(
             request, csv_table.to_csv(header, rows), "text/csv; charset=utf-8",
@@ -310,19 +310,20 @@ class ProfilePlugin(base_plugin.TBPlugin):
                     f"that have it: {', '.join(self._hosts_offering(run, view)) or 'none'}")
             paths = {h: run.xplane_path(h) for h in run.hosts}
             # Facts from the executor's workers; a view decodes only the hosts it reads.
-            host_facts = host_pool.facts_of_files(paths, self._store)
-            for facts in host_facts.values():
-                if facts.failure is not None:  # a fresh copy: the cached one stays clean
-                    raise type(facts.failure)(str(facts.failure))
+            # An unreadable host is left out (named in the diagnostics); none readable: 422.
+            paths, host_facts, left_out = registry.readable_only(
+                paths, host_pool.facts_of_files(paths, self._store))
             profiles: Mapping[str, Profile] = registry.LazyProfiles(paths, self._store.open)
         else:
             paths = {host: self._logdir.host_path(run, host)}
             profiles = {h: self._store.open(p) for h, p in paths.items()}
             host_facts = {h: registry.as_facts(p) for h, p in profiles.items()}
+            left_out = {}
         if not view.available(registry.RunFacts.combine(host_facts)):
             raise NotFound(self._no_data_message(run, view, host))
         params = {k: v for k, v in request.args.items() if k not in ("run", "tag", "host")}
-        return view, registry.ViewRequest(run.name, host, profiles, params, paths, host_facts)
+        return view, registry.ViewRequest(run.name, host, profiles, params, paths, host_facts,
+                                          left_out)
 
     @staticmethod
     def _view(tag: str) -> registry.View:

@@ -16,7 +16,8 @@ Per-host work is a pure function of a file path or URL that returns a small resu
   TensorBoard flag `--profile_scheduler`, or `--scheduler` on the `tb-profile` commands (they
   call `configure`). One `distributed.Client` per address, connected on first use with a
   timeout (`CONNECT_TIMEOUT_S`, `TB_PROFILE_SCHEDULER_TIMEOUT_S`), its `get_executor()` used
-  like the local pool; the scheduler retries a task whose worker died. dask is imported only
+  like the local pool; the scheduler runs again a task whose worker died, and a task that
+  failed is retried once (`DASK_RETRIES`). dask is imported only
   then (`pip install "tb-profile[dask]"`). An unreachable scheduler, or one without workers,
   raises `EngineUnavailable` (HTTP 503, CLI exit 6) with the address and what to do, never a
   hang.
@@ -42,6 +43,8 @@ WORKERS_ENV = "TB_PROFILE_HOST_WORKERS"
 #: (default; $TB_PROFILE_SCHEDULER_TIMEOUT_S sets another).
 CONNECT_TIMEOUT_S = 10.0
 TIMEOUT_ENV = "TB_PROFILE_SCHEDULER_TIMEOUT_S"
+#: Times Dask runs again a host task that failed on a worker.
+DASK_RETRIES = 1
 #: Modules the forkserver imports once, so every forked worker starts with them loaded.
 PRELOAD = ["tb_profile_plugin.analysis.executors", "tb_profile_plugin.analysis.host_analysis",
            "tb_profile_plugin.analysis.host_facts"]
@@ -192,7 +195,9 @@ def _dask_executor(address: str) -> Executor:
     if client.status not in ("running", "connecting"):
         forget_client(address)
         raise unavailable(address, f"is no longer reachable (client {client.status})")
-    return client.get_executor(pure=False)  # type: ignore[no-any-return]
+    # A task whose worker died is run again by the scheduler (up to its allowed-failures);
+    # `retries` also runs again a task that raised on a worker (a worker out of memory).
+    return client.get_executor(pure=False, retries=DASK_RETRIES)  # type: ignore[no-any-return]
 
 
 def _connect(address: str) -> Any:

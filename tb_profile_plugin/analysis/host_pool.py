@@ -37,7 +37,7 @@ from tb_profile_plugin.analysis.host_facts import (
     host_facts_file,
     unreadable_facts,
 )
-from tb_profile_plugin.errors import NotFound, UnreadableProfile
+from tb_profile_plugin.errors import EngineUnavailable, NotFound, UnreadableProfile
 from tb_profile_plugin.xspace.store import ProfileStore, stat_profile
 
 CACHE_ENTRIES = 2048
@@ -50,6 +50,8 @@ _cache: collections.OrderedDict[_Key, Any] = collections.OrderedDict()
 _lock = threading.Lock()
 #: How many host files were computed on the executor (tests and the bench read it).
 pool_runs = 0
+#: How many host tasks were submitted again after a local worker died (tests read it).
+pool_retries = 0
 
 
 def pool_size(num_hosts: int) -> int:
@@ -90,6 +92,7 @@ def run_on_executor(
 ) -> list[T]:
     """`task(path)` for every path on the executor, in order (see the module docstring);
     `on_done(index)` as each result arrives, in order."""
+    global pool_retries
     results: dict[int, T] = {}
     for attempt in range(2):
         pool = executors.executor()
@@ -105,12 +108,16 @@ def run_on_executor(
         except BrokenProcessPool:
             executors.reset_local(pool)
             if attempt:
-                raise RuntimeError(
-                    "a host analysis worker died twice (out of memory?); set "
-                    f"{executors.WORKERS_ENV} lower to run fewer hosts at once") from None
+                raise EngineUnavailable(
+                    "a host analysis worker died twice during this request (out of memory?); "
+                    f"set {executors.WORKERS_ENV} lower to analyse fewer hosts at once") from None
             for index, future in futures.items():  # keep what finished before the break
-                if future.done() and not future.cancelled() and future.exception() is None:
+                if (index not in results and future.done() and not future.cancelled()
+                        and future.exception() is None):
                     results[index] = future.result()
+                    on_done(index)
+            with _lock:
+                pool_retries += len(paths) - len(results)
         except CancelledError:  # a Dask client that lost its scheduler cancels its futures
             address = executors.scheduler_address() or "?"
             executors.forget_client(address)

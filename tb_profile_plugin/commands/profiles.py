@@ -111,12 +111,10 @@ def view_request(
                                     paths=dict(located.files))
     facts = host_pool.facts_of_files(
         located.files, store, on_host=lambda host: progress.stage(f"reading {host}"))
-    for found in facts.values():
-        if found.failure is not None:
-            raise found.failure
+    paths, facts, left_out = registry.readable_only(located.files, facts)
     return registry.ViewRequest(
-        located.run, shown, registry.LazyProfiles(located.files, store.open), params,
-        paths=dict(located.files), facts=facts)
+        located.run, shown, registry.LazyProfiles(paths, store.open), params,
+        paths=paths, facts=facts, left_out=left_out)
 
 
 def add_scheduler_argument(parser: argparse.ArgumentParser) -> None:

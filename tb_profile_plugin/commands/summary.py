@@ -48,7 +48,7 @@ def overview_document(located: Located, host: str | None) -> dict[str, Any]:
     with Progress(len(located.files) + 1, located.size_bytes()) as progress:
         request = view_request(located, host, {}, progress)
         progress.stage("analysing")
-        return registry.VIEWS["overview_page"].build(request)
+        return registry.build_document(registry.VIEWS["overview_page"], request)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -67,6 +67,6 @@ def run(args: argparse.Namespace) -> int:
             raise NotFound(f"view {view.name} has no data for {args.path} (host {request.host}); "
                            f"views with data: {', '.join(registry.views_for(facts))}")
         progress.stage(f"building {view.name}")
-        doc = view.build(request)
+        doc = registry.build_document(view, request)
     sys.stdout.write(to_csv(table(doc)) if table is not None else to_json(doc) + "\n")
     return 0

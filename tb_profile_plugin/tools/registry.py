@@ -102,6 +102,9 @@ class ViewRequest:
     #: Each host's facts, where already known (the plugin's ALL_HOSTS requests: from the
     #: workers); else `host_facts` reads them from the profiles.
     facts: Mapping[str, HostFacts] = field(default_factory=dict)
+    #: ALL_HOSTS: the run's hosts whose file could not be read, and why; they are left out
+    #: of `profiles` and named in the document's diagnostics (`build_document`).
+    left_out: Mapping[str, str] = field(default_factory=dict)
 
     def host_facts(self) -> dict[str, HostFacts]:
         """Every requested host's facts, in host order."""
@@ -136,6 +139,32 @@ def register(view: View) -> View:
     return view
 
 
+def readable_only(
+    paths: Mapping[str, str], facts: Mapping[str, HostFacts]
+) -> tuple[dict[str, str], dict[str, HostFacts], dict[str, str]]:
+    """The readable hosts' paths and facts, and {host: why} for the others (left out of an
+    ALL_HOSTS view); the first host's error (a 422) when no host can be read."""
+    left_out = {h: str(f.failure) for h, f in facts.items() if f.failure is not None}
+    readable = {h: f for h, f in facts.items() if f.failure is None}
+    if not readable:
+        failure = next(f.failure for f in facts.values() if f.failure is not None)
+        raise type(failure)(str(failure))  # a fresh copy: the cached one stays clean
+    return {h: paths[h] for h in readable}, readable, left_out
+
+
+def build_document(view: View, request: ViewRequest) -> dict[str, Any]:
+    """`view`'s document; hosts left out of ALL_HOSTS (unreadable files) are named in its
+    error diagnostics and its `hosts_left_out` key."""
+    doc = view.build(request)
+    if not request.left_out:
+        return doc
+    diagnostics = {kind: list(messages) for kind, messages in doc["diagnostics"].items()}
+    diagnostics["errors"][:0] = [
+        f"{host}: left out of {ALL_HOSTS} because its file cannot be read: {why}"
+        for host, why in request.left_out.items()]
+    return {**doc, "diagnostics": diagnostics, "hosts_left_out": list(request.left_out)}
+
+
 def ordered_views() -> list[View]:
     known = [VIEWS[name] for name in VIEW_ORDER if name in VIEWS]
     return known + [v for name, v in VIEWS.items() if name not in VIEW_ORDER]
@@ -152,9 +181,9 @@ def hosts_offering(
 
     `hosts` are the run's hosts; `profiles` the readable ones (decoded, or their `HostFacts`).
     A host is offered when the view is available on that host's profile alone (what `data`
-    checks for a host); `ALL_HOSTS`
-    comes first when the view combines hosts, the run has several, every one is readable and
-    the view is available on them together. An unreadable host is offered only by the views
+    checks for a host); `ALL_HOSTS` comes first when the view combines hosts, the run has
+    several, and the view is available on its readable hosts together (unreadable ones are
+    left out of it, named in its diagnostics). An unreadable host is offered only by the views
     that show any file (available with no facts at all: profile_info), whose answer, a 422,
     says why the file cannot be read.
     """
@@ -165,7 +194,7 @@ def hosts_offering(
         if (view.available(RunFacts.combine({host: facts[host]})) if host in facts
             else shows_any_file)
     ]
-    if (view.combines_hosts and len(hosts) > 1 and len(facts) == len(hosts)
+    if (view.combines_hosts and len(hosts) > 1 and facts
             and view.available(RunFacts.combine(facts))):
         offered.insert(0, ALL_HOSTS)
     return offered

@@ -46,8 +46,11 @@ def test_a_host_is_offered_only_the_views_its_own_profile_has() -> None:
     assert _offering("profile_info", hosts, profiles) == ["ALL_HOSTS", "a", "b", "quiet"]
 
 
-def test_an_unreadable_host_is_offered_only_by_profile_info_and_stops_all_hosts() -> None:
-    profiles = {"a": _profile("a")}  # "broken" could not be read
-    assert _offering("overview_page", ["a", "broken"], profiles) == ["a"]
-    assert _offering("profile_info", ["a", "broken"], profiles) == ["a", "broken"]
+def test_an_unreadable_host_is_offered_only_by_profile_info_and_left_out_of_all_hosts() -> None:
+    profiles = {"a": _profile("a"), "b": _profile("b")}  # "broken" could not be read
+    hosts = ["a", "broken", "b"]
+    assert _offering("overview_page", hosts, profiles) == ["ALL_HOSTS", "a", "b"]
+    assert _offering("memory_profile", hosts, profiles) == ["a", "b"]
+    assert _offering("profile_info", hosts, profiles) == ["ALL_HOSTS", "a", "broken", "b"]
     assert _offering("profile_info", ["broken"], {}) == ["broken"]
+    assert _offering("profile_info", ["broken", "gone"], {}) == ["broken", "gone"]
