@@ -123,6 +123,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
         diagnostics,
         include_idle=include_idle,
         host_count=len(request.profiles),
+        # Lets the page tell "no event at all" from "events, none of them an op".
+        num_events=sum(f.num_events for f in request.host_facts().values()),
         num_rows=len(device) + len(host_rows),
         num_device_rows=len(device),
         num_host_rows=len(host_rows),

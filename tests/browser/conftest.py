@@ -78,7 +78,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
 
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]:
-    """One window size for every test (and for docs/screenshot.png)."""
+    """One window size for every test (and for docs/screenshots/, scripts/screenshots.py)."""
     return {**browser_context_args, "viewport": {"width": 1280, "height": 800}}
 
 
@@ -157,6 +157,18 @@ def own_tensorboard(
     fill(logdir)
     with running_tensorboard(logdir, tmp_path_factory.mktemp(f"tensorboard_{name}")) as base:
         yield base
+
+
+def captures_tensorboard(
+    tmp_path_factory: pytest.TempPathFactory, name: str, captures: tuple[str, ...]
+) -> contextlib.AbstractContextManager[str]:
+    """A TensorBoard of this module on copies of the committed real `captures` (tests/data)."""
+
+    def fill(logdir: Path) -> None:
+        for capture in captures:
+            shutil.copytree(DATA_DIR / capture, logdir / capture)
+
+    return own_tensorboard(tmp_path_factory, name, fill)
 
 
 @pytest.fixture(scope="module")

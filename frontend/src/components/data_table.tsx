@@ -5,13 +5,18 @@
  * Rows keep the server's order until a header is clicked; a click sorts by that column
  * (numbers largest first, text A→Z), a second click reverses it. Sorting is stable (ties keep
  * the server's order). Each filter box keeps rows whose text for that filter contains what
- * was typed, case-insensitively; several boxes must all match. Long text cells end in an
- * ellipsis and carry the full text in `title`.
+ * was typed, case-insensitively; several boxes must all match.
+ *
+ * Layout: columns are sized to their content (numbers, badges and short text never wrap and
+ * are never clipped; headers wrap between words, so a unit in a header stays visible) and the
+ * `ellipsis` columns (names) share the rest in proportion to their longest text, each at
+ * least its `width` (default NAME_MIN_WIDTH). A name too long for its cell is cut in the middle (<MiddleText>) and
+ * carries the full text in its cell's `title`. When the box is narrower than the columns
+ * need, the table scrolls sideways inside its own box rather than clipping a number.
  *
  * With `pageSize`, at most that many rows are in the DOM: a pager walks through the pages
  * (first, previous, next, last, and a page-size choice) and the count of matching rows is
  * always shown, so no row is silently cut. Sorting or filtering goes back to the first page.
- * With `minWidth`, a wide table scrolls sideways inside its own box.
  *
  * Hooks, for a table with testid T: `T` (the table), `T-sort-<column>` (header buttons, with
  * `aria-sort` on their <th>), `T-filter` (the first filter box) and `T-filter-<key>` (the
@@ -23,6 +28,7 @@
  */
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
+import { MiddleText } from "./middle_text";
 
 export interface Column<Row> {
   readonly key: string;
@@ -32,9 +38,10 @@ export interface Column<Row> {
   /** What the cell shows (default: the value as text). */
   readonly render?: (row: Row) => ComponentChildren;
   readonly numeric?: boolean;
-  /** Long text: one line, ellipsis, the full text in the cell's title. */
+  /** A name: a flexible column, one line cut in the middle, the full text in the title. */
   readonly ellipsis?: boolean;
-  /** The column's width (CSS), e.g. "7em"; the table is fixed-layout. */
+  /** An `ellipsis` column's least width (CSS, e.g. "7em"; default NAME_MIN_WIDTH). Other
+   * columns are as wide as their content and ignore it. */
   readonly width?: string;
   readonly title?: string;
 }
@@ -58,7 +65,8 @@ export interface DataTableProps<Row> {
   readonly rows: readonly Row[];
   readonly columns: readonly Column<Row>[];
   readonly testid: string;
-  readonly rowTestid: string;
+  /** Each row's hook (and its cells' prefix): one for all rows, or per row. */
+  readonly rowTestid: string | ((row: Row) => string);
   readonly rowAttributes?: (row: Row) => Readonly<Record<string, string>>;
   readonly rowKey: (row: Row, index: number) => string;
   readonly sortable?: boolean;
@@ -66,8 +74,6 @@ export interface DataTableProps<Row> {
   readonly filters?: readonly Filter<Row>[];
   /** Shows this many rows at a time, with a pager (one of PAGE_SIZES). */
   readonly pageSize?: number;
-  /** The table's minimum width (CSS); narrower boxes scroll it sideways. */
-  readonly minWidth?: string;
   readonly empty: ComponentChildren;
   readonly caption?: string;
 }
@@ -80,6 +86,37 @@ function compare(a: number | string | null, b: number | string | null): number {
 
 function cellText(value: number | string | null): string {
   return value === null ? "—" : String(value);
+}
+
+/** A name column's least width when it names none. */
+export const NAME_MIN_WIDTH = "7.5em";
+/** The names' shares add up to this much of the table (100 % would leave the others none). */
+const NAMES_PERCENT = 80;
+/** A name column's share of the spare width follows its longest text, within these bounds
+ * (characters), so "TensorFlow" categories do not take the room long op paths need. */
+const SHARE_MIN_CHARS = 6;
+const SHARE_MAX_CHARS = 80;
+
+/** Each column's class and style: names flexible (share of the spare width), others content. */
+function columnLayout<Row>(
+  columns: readonly Column<Row>[],
+  rows: readonly Row[],
+): { class: string; style?: Record<string, string> }[] {
+  const share = (column: Column<Row>): number => {
+    let longest = SHARE_MIN_CHARS;
+    for (const row of rows) longest = Math.max(longest, cellText(column.value(row)).length);
+    return Math.min(longest, SHARE_MAX_CHARS);
+  };
+  const shares = columns.map((column) => (column.ellipsis ? share(column) : 0));
+  const total = shares.reduce((sum, part) => sum + part, 0);
+  return columns.map((column, index) => {
+    if (!column.ellipsis) return { class: column.numeric ? "num fit" : "fit" };
+    const percent = ((NAMES_PERCENT * (shares[index] ?? 0)) / total).toFixed(1);
+    return {
+      class: "name",
+      style: { width: `${percent}%`, minWidth: column.width ?? NAME_MIN_WIDTH },
+    };
+  });
 }
 
 function filterTestid(testid: string, key: string, index: number): string {
@@ -142,26 +179,20 @@ export function DataTable<Row>(props: DataTableProps<Row>) {
     setNeedles((previous) => ({ ...previous, [key]: value }));
   };
 
+  const layout = useMemo(() => columnLayout(columns, rows), [columns, rows]);
+
   const table = (
-    <table
-      class="data-table"
-      data-testid={testid}
-      style={props.minWidth ? { minWidth: props.minWidth } : undefined}
-    >
+    <table class="data-table fitted" data-testid={testid}>
       {props.caption ? <caption>{props.caption}</caption> : null}
-      <colgroup>
-        {columns.map((column) => (
-          <col key={column.key} style={column.width ? { width: column.width } : undefined} />
-        ))}
-      </colgroup>
       <thead>
         <tr>
-          {columns.map((column) => {
+          {columns.map((column, index) => {
             const state = sort?.key === column.key ? sort.direction : undefined;
             return (
               <th
                 key={column.key}
-                class={column.numeric ? "num" : undefined}
+                class={layout[index]?.class}
+                style={layout[index]?.style}
                 scope="col"
                 title={column.title}
                 aria-sort={sortable ? (state ?? "none") : undefined}
@@ -187,31 +218,35 @@ export function DataTable<Row>(props: DataTableProps<Row>) {
         </tr>
       </thead>
       <tbody>
-        {visible.map(({ row, index }) => (
-          <tr
-            key={props.rowKey(row, index)}
-            data-testid={rowTestid}
-            {...(props.rowAttributes ? props.rowAttributes(row) : {})}
-          >
-            {columns.map((column) => {
-              const value = column.value(row);
-              const content = column.render ? column.render(row) : cellText(value);
-              const classes = [column.numeric ? "num" : "", column.ellipsis ? "ellipsis" : ""]
-                .filter(Boolean)
-                .join(" ");
-              return (
-                <td
-                  key={column.key}
-                  class={classes || undefined}
-                  data-testid={`${rowTestid}-${column.key}`}
-                  title={column.ellipsis ? cellText(value) : undefined}
-                >
-                  {content}
-                </td>
-              );
-            })}
-          </tr>
-        ))}
+        {visible.map(({ row, index }) => {
+          const rowId = typeof rowTestid === "string" ? rowTestid : rowTestid(row);
+          return (
+            <tr
+              key={props.rowKey(row, index)}
+              data-testid={rowId}
+              {...(props.rowAttributes ? props.rowAttributes(row) : {})}
+            >
+              {columns.map((column, index) => {
+                const value = column.value(row);
+                const content = column.render ? column.render(row) : cellText(value);
+                return (
+                  <td
+                    key={column.key}
+                    class={layout[index]?.class}
+                    data-testid={`${rowId}-${column.key}`}
+                    title={column.ellipsis ? cellText(value) : undefined}
+                  >
+                    {column.ellipsis && typeof content === "string" ? (
+                      <MiddleText text={content} />
+                    ) : (
+                      content
+                    )}
+                  </td>
+                );
+              })}
+            </tr>
+          );
+        })}
       </tbody>
     </table>
   );
@@ -250,7 +285,7 @@ export function DataTable<Row>(props: DataTableProps<Row>) {
           )}
         </div>
       ) : null}
-      {props.minWidth ? <div class="data-table-scroll">{table}</div> : table}
+      <div class="data-table-scroll">{table}</div>
       {shown.length === 0 ? (
         <p class="table-empty" data-testid={`${testid}-empty`}>
           {rows.length === 0 ? props.empty : "No row matches the filter."}
@@ -339,10 +374,4 @@ function Pager(props: PagerProps) {
       </label>
     </nav>
   );
-}
-
-/** A table's `minWidth`: the fixed columns' widths (em) plus room for the flexible one. */
-export function minTableWidth<Row>(columns: readonly Column<Row>[], flexibleEm: number): string {
-  const fixed = columns.reduce((sum, column) => sum + Number.parseFloat(column.width ?? "0"), 0);
-  return `${fixed + flexibleEm}em`;
 }

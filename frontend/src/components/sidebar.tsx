@@ -1,5 +1,7 @@
 /** The left sidebar: the tab's title, the run/view/host selectors, refresh and capture. */
+import { useRef } from "preact/hooks";
 import type { Fetched } from "../hooks";
+import { fitMiddle, middleCut, useBoxWidth } from "./middle_text";
 import { plural } from "../views/format";
 import { viewLabel } from "../views/registry";
 import { CaptureButton } from "./capture_dialog";
@@ -21,8 +23,19 @@ export function hostLabel(host: string): string {
   return host === ALL_HOSTS ? "All hosts" : host;
 }
 
-/** A labelled <select>; a value missing from the options is still shown, as selected. */
+/** Room the closed <select> keeps for its arrow (CSS px). */
+const ARROW_PX = 24;
+
+/**
+ * A labelled <select>; a value missing from the options is still shown, as selected. Option
+ * texts too long for the closed box are cut in the middle (a run keeps its session
+ * timestamp); every option and the box carry the full text in `title`.
+ */
 function Selector({ id, label, testid, options, value, optionLabel, onChange }: SelectorProps) {
+  const ref = useRef<HTMLSelectElement>(null);
+  const box = useBoxWidth(ref);
+  const fitted = (text: string): string =>
+    box === null ? text : middleCut(text, fitMiddle(text, box.widthPx - ARROW_PX, box.measure));
   const values = options.state === "ok" ? [...options.data] : [];
   if (value !== null && !values.includes(value)) values.unshift(value);
   const placeholder =
@@ -39,8 +52,10 @@ function Selector({ id, label, testid, options, value, optionLabel, onChange }: 
     <div class="selector">
       <label for={id}>{label}</label>
       <select
+        ref={ref}
         id={id}
         data-testid={testid}
+        title={value ?? undefined}
         disabled={placeholder !== null}
         value={value ?? ""}
         onChange={(event) => onChange((event.currentTarget as HTMLSelectElement).value)}
@@ -48,7 +63,7 @@ function Selector({ id, label, testid, options, value, optionLabel, onChange }: 
         {placeholder !== null ? <option value="">{placeholder}</option> : null}
         {values.map((item) => (
           <option value={item} key={item} title={item}>
-            {optionLabel ? optionLabel(item) : item}
+            {fitted(optionLabel ? optionLabel(item) : item)}
           </option>
         ))}
       </select>

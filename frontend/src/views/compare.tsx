@@ -388,23 +388,20 @@ function CompareResult({ doc }: { doc: Record<string, unknown> }) {
         />
       </Section>
       <Section title="Step time and its categories (average per step)" testid="compare-categories-panel">
+        {/* One table, one header: the step time row first, then its categories. */}
         <DataTable
-          rows={[stepRow]}
-          columns={CATEGORY_COLUMNS}
-          testid="compare-step"
-          rowTestid="compare-step-row"
-          rowKey={() => "step"}
-          empty="No step time."
-        />
-        <DataTable
-          rows={categories}
+          rows={[stepRow, ...categories]}
           columns={CATEGORY_COLUMNS}
           testid="compare-categories"
-          rowTestid="compare-category-row"
-          rowAttributes={(row) => ({
-            "data-category": row.key,
-            ...(row.key === mostChanged ? { "data-most-changed": "true" } : {}),
-          })}
+          rowTestid={(row) => (row === stepRow ? "compare-step-row" : "compare-category-row")}
+          rowAttributes={(row) =>
+            row === stepRow
+              ? { class: "compare-step-total" }
+              : {
+                  "data-category": row.key,
+                  ...(row.key === mostChanged ? { "data-most-changed": "true" } : {}),
+                }
+          }
           rowKey={(row) => row.key}
           empty="No categories."
         />
@@ -418,7 +415,6 @@ function CompareResult({ doc }: { doc: Record<string, unknown> }) {
           rowAttributes={(row) => ({ "data-op-name": row.op_name, "data-change": row.change })}
           rowKey={(row) => `${row.host_or_device} ${row.op_name}`}
           sortable
-          minWidth="52em"
           empty="No ops in either run."
         />
         <p class="hint" data-testid="compare-op-counts">

@@ -277,14 +277,16 @@ export function InputPipelineAnalyzer({ doc, run, view, host }: ViewProps) {
               unit="%"
               big
             />
-            <span class="card-pm">
-              ±{" "}
-              <Figure
-                testid="input-percent-stddev"
-                value={shown(inputPercent.stddev, formatPercent)}
-                unit="%"
-              />
-            </span>
+            {hasSteps ? (
+              <span class="card-pm">
+                ±{" "}
+                <Figure
+                  testid="input-percent-stddev"
+                  value={shown(inputPercent.stddev, formatPercent)}
+                  unit="%"
+                />
+              </span>
+            ) : null}
           </p>
           <p class="card-sub">
             min{" "}

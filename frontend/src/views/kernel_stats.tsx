@@ -4,10 +4,12 @@
  * From the top: figure cards (total kernel time, the share of it in kernels that use Tensor
  * Cores, the share launched by ops that could use them, the number of kernels), a pie of
  * the kernels with the most total time (top 10, the rest as Other), then the kernel table:
- * every column of the document (dimensions as `x,y,z`, Tensor Core flags as yes/no badges),
+ * every column of the document (dimensions as `x,y,z`, Tensor Core flags as yes/no badges;
+ * the shared memory's static and dynamic parts in its cell's title, so the table fits 1280 px),
  * sortable, filterable by kernel name and by op name, 100 rows a page, downloadable as CSV.
- * On XLA captures an HLO op column follows the op column. Long kernel names end in an ellipsis with the full name in the cell's title. A GPU
- * profile without kernels shows the server's explanation (its warnings) instead.
+ * On XLA captures an HLO op column follows the op column. Long kernel and op names are cut in
+ * the middle, the full name in the cell's title. A GPU profile without kernels shows the
+ * server's explanation (its warnings) instead.
  *
  * Hooks: kernel-view (data-rows), kernel-total-us, kernel-tc-percent,
  * kernel-eligible-percent, kernel-count, kernel-hosts with kernel-host-count (several hosts),
@@ -17,7 +19,7 @@
  * `badge` and `data-value` yes/no, csv-link, kernel-empty (no kernels).
  */
 import { useMemo } from "preact/hooks";
-import { DataTable, minTableWidth, type Column, type Filter } from "../components/data_table";
+import { DataTable, type Column, type Filter } from "../components/data_table";
 import { DiagnosticsPanel } from "./diagnostics";
 import {
   bool,
@@ -105,8 +107,6 @@ type CountKey =
   | "rank"
   | "registers_per_thread"
   | "shared_memory_bytes"
-  | "static_shared_memory_bytes"
-  | "dynamic_shared_memory_bytes"
   | "occurrences";
 
 function duration(key: DurationKey, label: string, title: string): Column<KernelRow> {
@@ -179,7 +179,6 @@ const COLUMNS: readonly Column<KernelRow>[] = [
     value: (row) => row.op_name,
     render: (row) => row.op_name || "—",
     ellipsis: true,
-    width: "13em",
   },
   count("occurrences", "Count", "Occurrences: how many times the kernel was launched", "5.5em"),
   duration("total_duration_us", "Total µs", "Total time of all launches (µs)"),
@@ -195,17 +194,26 @@ const COLUMNS: readonly Column<KernelRow>[] = [
   ),
   {
     key: "occupancy_percent",
-    label: "Occupancy %",
+    label: "Occu\u00adpancy %",
     title: "Theoretical occupancy (%)",
     value: (row) => row.occupancy_percent,
     render: (row) => formatPercent(row.occupancy_percent),
     numeric: true,
     width: "8em",
   },
-  count("registers_per_thread", "Registers", "Registers per thread", "6.5em"),
-  count("shared_memory_bytes", "Shared B", "Shared memory per block (bytes), all", "6.5em"),
-  count("static_shared_memory_bytes", "Static B", "Static shared memory per block (B)", "6.5em"),
-  count("dynamic_shared_memory_bytes", "Dynamic B", "Dynamic shared memory per block (B)", "7em"),
+  count("registers_per_thread", "Regis\u00adters", "Registers per thread", "6.5em"),
+  {
+    ...count("shared_memory_bytes", "Shared mem (B)", "Shared memory per block (bytes)", ""),
+    render: (row) => (
+      <span
+        data-static-bytes={String(row.static_shared_memory_bytes ?? "")}
+        data-dynamic-bytes={String(row.dynamic_shared_memory_bytes ?? "")}
+        title={`static ${formatCount(row.static_shared_memory_bytes)} B + dynamic ${formatCount(row.dynamic_shared_memory_bytes)} B`}
+      >
+        {formatCount(row.shared_memory_bytes)}
+      </span>
+    ),
+  },
   dim("block_dim", "Block", "Threads per block, x,y,z"),
   dim("grid_dim", "Grid", "Blocks per grid, x,y,z"),
 ];
@@ -228,8 +236,6 @@ function columnsFor(rows: readonly KernelRow[]): readonly Column<KernelRow>[] {
   return [...COLUMNS.slice(0, afterOp), HLO_OP_COLUMN, ...COLUMNS.slice(afterOp)];
 }
 
-/** The kernel-name column's width at least, on top of the fixed columns. */
-const KERNEL_MIN_EM = 22;
 
 const FILTERS: readonly Filter<KernelRow>[] = [
   { key: "kernel_name", label: "Filter by kernel name", text: (row) => row.kernel_name },
@@ -358,7 +364,6 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
             sortable
             filters={FILTERS}
             pageSize={100}
-            minWidth={minTableWidth(columns, KERNEL_MIN_EM)}
             empty="No kernels: see the diagnostics."
           />
         </Section>

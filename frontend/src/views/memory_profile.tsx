@@ -21,8 +21,10 @@
  * (memory-breakdown-filter: op name) with rows memory-breakdown-row (data-op-name,
  * data-kind) and cells memory-breakdown-row-<column>; memory-empty (no allocator events).
  */
+import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { DataTable, minTableWidth, type Column, type Filter } from "../components/data_table";
+import { DataTable, type Column, type Filter } from "../components/data_table";
+import { MiddleText } from "../components/middle_text";
 import { DiagnosticsPanel } from "./diagnostics";
 import { formatCount, formatMs, formatPercent, plural } from "./format";
 import {
@@ -62,25 +64,72 @@ const KIND_TITLES: Readonly<Record<string, string>> = {
     "memory allocated before the capture began (weights, variables, earlier tensors)",
 };
 
-function breakdownColumns(unit: ByteUnit, peakBytes: number | null): Column<BreakdownRow>[] {
+/** What allocators write when they know no data type: shown as missing, never as a type. */
+const NO_DATA_TYPES = new Set(["", "INVALID"]);
+
+/** A size in the table's unit; a size too small for 2 decimals of it reads "<0.01", not 0.00. */
+function tableBytes(bytes: number | null, unit: ByteUnit): ComponentChildren {
+  const text = formatBytesIn(bytes, unit);
+  if (bytes === null || bytes === 0 || Number(text) !== 0) return text;
+  return <span title={`${formatCount(bytes)} B`}>&lt;0.01</span>;
+}
+
+type TextKey = "region_type" | "data_type" | "shape";
+
+/** The text columns (region, data type, shape) that some row fills; empty ones are left out. */
+function filledTextColumns(rows: readonly BreakdownRow[]): ReadonlySet<TextKey> {
+  const filled = new Set<TextKey>();
+  for (const row of rows) {
+    if (row.region_type) filled.add("region_type");
+    if (!NO_DATA_TYPES.has(row.data_type)) filled.add("data_type");
+    if (row.shape) filled.add("shape");
+  }
+  return filled;
+}
+
+function breakdownColumns(
+  unit: ByteUnit,
+  peakBytes: number | null,
+  filled: ReadonlySet<TextKey>,
+): Column<BreakdownRow>[] {
   const size = (key: "allocation_bytes" | "requested_bytes", label: string, title: string) => ({
     key,
     label: `${label} (${unit.name})`,
     title,
     value: (row: BreakdownRow) => row[key],
-    render: (row: BreakdownRow) => formatBytesIn(row[key], unit),
+    render: (row: BreakdownRow) => tableBytes(row[key], unit),
     numeric: true,
     width: "9em",
   });
+  const text: Column<BreakdownRow>[] = [
+    { key: "region_type", label: "Region", value: (row) => row.region_type, width: "7em" },
+    {
+      key: "data_type",
+      label: "Data type",
+      value: (row) => (NO_DATA_TYPES.has(row.data_type) ? null : row.data_type),
+      render: (row) =>
+        NO_DATA_TYPES.has(row.data_type) ? (
+          <span title={row.data_type ? `the allocator wrote ${row.data_type}` : "none recorded"}>
+            —
+          </span>
+        ) : (
+          row.data_type
+        ),
+      width: "6.5em",
+    },
+    { key: "shape", label: "Shape", value: (row) => row.shape, ellipsis: true, width: "9em" },
+  ];
   return [
     {
       key: "op_name",
       label: "Op name",
       value: (row) => row.op_name,
       render: (row) => (
-        <span title={KIND_TITLES[row.kind] ?? row.op_name} class={`memory-kind-${row.kind}`}>
-          {row.op_name || "—"}
-        </span>
+        <MiddleText
+          text={row.op_name || "—"}
+          title={KIND_TITLES[row.kind] ?? row.op_name}
+          class={`memory-kind-${row.kind}`}
+        />
       ),
       ellipsis: true,
     },
@@ -104,9 +153,7 @@ function breakdownColumns(unit: ByteUnit, peakBytes: number | null): Column<Brea
       numeric: true,
       width: "6.5em",
     },
-    { key: "region_type", label: "Region", value: (row) => row.region_type, width: "7em" },
-    { key: "data_type", label: "Data type", value: (row) => row.data_type, width: "6.5em" },
-    { key: "shape", label: "Shape", value: (row) => row.shape, ellipsis: true, width: "9em" },
+    ...text.filter((column) => filled.has(column.key as TextKey)),
   ];
 }
 
@@ -170,8 +217,9 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
     memory.breakdown.reduce((most, row) => Math.max(most, row.allocation_bytes ?? 0), 0),
   );
   const columns = useMemo(
-    () => breakdownColumns(tableUnit, peak?.in_use_bytes ?? null),
-    [tableUnit, peak?.in_use_bytes],
+    () =>
+      breakdownColumns(tableUnit, peak?.in_use_bytes ?? null, filledTextColumns(memory.breakdown)),
+    [tableUnit, peak?.in_use_bytes, memory.breakdown],
   );
   const zoomed = params["start_time_ms"] !== undefined || params["end_time_ms"] !== undefined;
   const idParams = memory.memory_id ? { memory_id: memory.memory_id } : {};
@@ -190,7 +238,8 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
             ))}
           </ul>
         </div>
-        {panel}
+        {/* The warnings are the notice above: the panel keeps the rest, so nothing reads twice. */}
+        <DiagnosticsPanel diagnostics={{ ...diagnostics, warnings: [] }} />
       </div>
     );
   }
@@ -353,7 +402,6 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
           rowAttributes={(row) => ({ "data-op-name": row.op_name, "data-kind": row.kind })}
           sortable
           filters={FILTERS}
-          minWidth={minTableWidth(columns, 20)}
           empty="Nothing was in use at the peak."
         />
       </Section>

@@ -50,7 +50,7 @@ export function snapshotFields(snapshot: Snapshot): readonly (readonly [string, 
     ["op", "TensorFlow op", snapshot.tf_op || "—"],
     ["step", "Step", snapshot.step_id === null ? "—" : String(snapshot.step_id)],
     ["region", "Region type", snapshot.region_type || "—"],
-    ["data_type", "Data type", snapshot.data_type || "—"],
+    ["data_type", "Data type", snapshot.data_type && snapshot.data_type !== "INVALID" ? snapshot.data_type : "—"],
     ["shape", "Shape", snapshot.tensor_shape || "—"],
   ];
 }

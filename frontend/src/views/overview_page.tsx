@@ -12,16 +12,19 @@
  * (verdict_basis.tsx: what the verdict measures, a link to the tf.data view),
  * overview-avg-step-ms, overview-step-stddev-ms,
  * overview-min-step-ms, overview-max-step-ms, overview-step-count, overview-input-percent,
- * overview-all-others-percent, overview-precision-16bit, overview-precision-32bit,
+ * overview-all-others-percent, overview-precision-16bit, overview-precision-32bit (or
+ * overview-precision-none on a device profile without device compute),
  * overview-host-count, overview-device-type, overview-device-cores, step-chart (data-steps),
  * category-row (data-category) with category-{avg,stddev,percent}-<key>, top-ops
  * (data-kind) with top-op-row (data-op-name), recommendation, steps-csv; the jitted functions
- * table (jitted_functions.tsx) after the top ops, on profiles that ran XLA programs.
+ * table (jitted_functions.tsx) after the top ops, on profiles that ran XLA programs, and the
+ * tf.functions table (tf_functions.tsx) on profiles that called tf.functions.
  */
 import { useMemo } from "preact/hooks";
 import { DataTable, type Column } from "../components/data_table";
 import { DiagnosticsPanel } from "./diagnostics";
 import {
+  bool,
   formatCount,
   formatFraction,
   formatMs,
@@ -44,6 +47,7 @@ import {
 import { diagnosticsOf, type ViewProps } from "./types";
 import { Card, CsvLink, Figure, NoSteps, Section, Verdict } from "./widgets";
 import { JittedFunctions } from "./jitted_functions";
+import { TfFunctions } from "./tf_functions";
 import { VerdictBasis } from "./verdict_basis";
 import { type XlaFacts, xlaColumns, xlaFactsOf } from "./xla_columns";
 
@@ -221,16 +225,18 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
   );
   const deviceOps = topOpsOf(doc["top_device_ops"]);
   const hostOps = topOpsOf(doc["top_host_ops"]);
-  const topKind = deviceOps.length > 0 || hostOps.length === 0 ? "device" : "host";
+  const percent16 = num(precision["percent_16bit"]);
+  const percent32 = num(precision["percent_32bit"]);
+  const coreCount = num(environment["device_core_count"]);
+  const hasDeviceCompute = (percent16 ?? 0) + (percent32 ?? 0) > 0;
+  const hasDevice =
+    bool(doc["has_device"]) ?? ((coreCount ?? 0) > 0 || hasDeviceCompute || deviceOps.length > 0);
+  // "Top device ops" only where there is a device: a CPU-only profile's ops are the host's.
+  const topKind = deviceOps.length > 0 || (hasDevice && hostOps.length === 0) ? "device" : "host";
   const topOps = (topKind === "device" ? deviceOps : hostOps).map((op, index) => ({
     ...op,
     rank: index + 1,
   }));
-  const percent16 = num(precision["percent_16bit"]);
-  const percent32 = num(precision["percent_32bit"]);
-  const coreCount = num(environment["device_core_count"]);
-  const hasDevice =
-    (coreCount ?? 0) > 0 || (percent16 ?? 0) + (percent32 ?? 0) > 0 || deviceOps.length > 0;
   const hostnames = list(environment["hostnames"]).map((name) => str(name));
   const hasSteps = steps.length > 0;
   const problemsFirst =
@@ -252,14 +258,16 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
               unit="ms"
               big
             />
-            <span class="card-pm">
-              ±{" "}
-              <Figure
-                testid="overview-step-stddev-ms"
-                value={hasSteps ? formatMs(stepTime.stddev) : "—"}
-                unit="ms"
-              />
-            </span>
+            {hasSteps ? (
+              <span class="card-pm">
+                ±{" "}
+                <Figure
+                  testid="overview-step-stddev-ms"
+                  value={hasSteps ? formatMs(stepTime.stddev) : "—"}
+                  unit="ms"
+                />
+              </span>
+            ) : null}
           </p>
           <p class="card-sub">
             min{" "}
@@ -305,7 +313,14 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
             />
           </p>
         </Card>
-        {hasDevice ? (
+        {hasDevice && !hasDeviceCompute ? (
+          <Card title="Device compute precision" testid="card-precision">
+            <p class="card-sub" data-testid="overview-precision-none">
+              No device compute was recorded, so there is no precision to show.
+            </p>
+          </Card>
+        ) : null}
+        {hasDevice && hasDeviceCompute ? (
           <Card title="Device compute precision" testid="card-precision">
             <p class="card-main">
               <Figure
@@ -405,6 +420,7 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
       </Section>
 
       <JittedFunctions doc={doc} run={run} view={view} host={host} />
+      <TfFunctions doc={doc} run={run} view={view} host={host} />
 
       {problemsFirst ? null : panel}
     </div>

@@ -14,6 +14,7 @@
  */
 import { useMemo } from "preact/hooks";
 import { Chart } from "../charts/chart";
+import { MiddleText } from "../components/middle_text";
 import type { ChartOption } from "../charts/echarts";
 import { dataIndexOf, tipElement } from "../charts/tooltip";
 import { formatPercent, formatUs, percentOf } from "./format";
@@ -178,7 +179,7 @@ export function SharePie({ title, parts, total, unit, testid }: SharePieProps) {
                   style={{ backgroundColor: slice.color }}
                   aria-hidden="true"
                 />
-                <span class="pie-slice-name">{sliceLabel(slice)}</span>
+                <MiddleText class="pie-slice-name" text={sliceLabel(slice)} />
                 <span class="pie-slice-figures">
                   <span class="pie-slice-percent" data-testid="pie-slice-percent">
                     {formatPercent(percentOf(slice.value, total))}

@@ -14,14 +14,20 @@
  * is a history entry and a re-fetch; the view stays, with its sort, filter and page, and
  * `data-include-idle` on its root says which document it shows.
  *
- * Hooks: tfstats-view (data-include-idle, data-rows), idle-toggle, tfstats-num-device-rows,
+ * The pies start without IDLE, as the reference's do (IDLE is often most of the time, and a
+ * pie that is 80 % IDLE hides the ops): their own toggle (`pie-idle-toggle`, no re-fetch)
+ * puts it back; it is disabled when the document holds no IDLE row.
+ *
+ * Hooks: tfstats-view (data-include-idle, data-rows), idle-toggle, pie-idle-toggle
+ * (tfstats-pies, with data-pie-idle), tfstats-no-ops (why there is no row),
+ * tfstats-num-device-rows,
  * tfstats-num-host-rows, tfstats-hosts with tfstats-host-count (only for several hosts),
  * pie-device-op, pie-device-type, pie-host-op, pie-host-type (see share_pie.tsx), the table
  * `tfstats` (tfstats-sort-<column>, tfstats-filter, tfstats-row-count, tfstats-page-*),
  * tfstats-row (data-op-name, data-side, data-rank) with tfstats-row-<column> cells, csv-link.
  */
-import { useMemo } from "preact/hooks";
-import { DataTable, minTableWidth, type Column, type Filter } from "../components/data_table";
+import { useMemo, useState } from "preact/hooks";
+import { DataTable, type Column, type Filter } from "../components/data_table";
 import { NO_PARAMS } from "../location";
 import { DiagnosticsPanel } from "./diagnostics";
 import {
@@ -35,7 +41,7 @@ import {
   str,
 } from "./format";
 import { type Part, SharePie, sumBy } from "./share_pie";
-import { diagnosticsOf, type ViewProps } from "./types";
+import { diagnosticsOf, type ViewDocument, type ViewProps } from "./types";
 import { CsvLink, Section } from "./widgets";
 import { type XlaFacts, xlaColumns, xlaFactsOf } from "./xla_columns";
 
@@ -155,8 +161,6 @@ const TENSOR_CORE_COLUMN = fraction(
   "4em",
 );
 
-/** Width of the op-name column at least, on top of the fixed columns. */
-const NAME_MIN_EM = 10.5;
 
 const FILTERS: readonly Filter<OpRow>[] = [
   { key: "op_name", label: "Filter by op name", text: (row) => row.op_name },
@@ -224,6 +228,10 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
   const hostCount = num(doc["host_count"]);
   const docIncludesIdle = bool(doc["include_idle"]) ?? true;
   const wantsIdle = params["include_idle"] !== "false" && params["include_idle"] !== "0";
+  const [pieIdle, setPieIdle] = useState(false);
+  const hasIdle = rows.some((row) => row.op_name === IDLE);
+  const pieRows = (sideRows: readonly OpRow[]) =>
+    pieIdle ? sideRows : sideRows.filter((row) => row.op_name !== IDLE);
   const numDevice = num(doc["num_device_rows"]) ?? deviceRows.length;
   const numHost = num(doc["num_host_rows"]) ?? hostRows.length;
 
@@ -267,14 +275,36 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
       </div>
       {problemsFirst ? panel : null}
 
-      <Section title="Self time" testid="tfstats-pies-section">
+      <Section
+        title="Self time"
+        testid="tfstats-pies-section"
+        aside={
+          <label
+            class="toggle"
+            title={
+              hasIdle
+                ? "IDLE (the time no op ran) is left out of the pies unless this is checked"
+                : "This document holds no IDLE row (Include IDLE is off, or nothing was idle)"
+            }
+          >
+            <input
+              type="checkbox"
+              data-testid="pie-idle-toggle"
+              checked={pieIdle && hasIdle}
+              disabled={!hasIdle}
+              onChange={(event) => setPieIdle((event.currentTarget as HTMLInputElement).checked)}
+            />
+            IDLE in the pies
+          </label>
+        }
+      >
         {rows.length > 0 ? (
-          <div class="pies">
-            {deviceRows.length > 0 ? <SidePies rows={deviceRows} side="device" /> : null}
-            <SidePies rows={hostRows} side="host" />
+          <div class="pies" data-testid="tfstats-pies" data-pie-idle={String(pieIdle && hasIdle)}>
+            {deviceRows.length > 0 ? <SidePies rows={pieRows(deviceRows)} side="device" /> : null}
+            <SidePies rows={pieRows(hostRows)} side="host" />
           </div>
         ) : (
-          <p class="hint">No op ran: there is no time to split.</p>
+          <p class="hint">No op time to split into pies.</p>
         )}
       </Section>
 
@@ -306,12 +336,22 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
           sortable
           filters={FILTERS}
           pageSize={100}
-          minWidth={minTableWidth(columns, NAME_MIN_EM)}
-          empty="No ops: the profile holds no op events."
+          empty={<span data-testid="tfstats-no-ops">{noOpsText(doc)}</span>}
         />
       </Section>
 
       {problemsFirst ? null : panel}
     </div>
+  );
+}
+
+/** Why the table is empty: no event at all, or events none of which is an op. */
+export function noOpsText(doc: ViewDocument): string {
+  const events = num(doc["num_events"]);
+  if (events === null || events === 0) return "No ops: the profile holds no events.";
+  return (
+    `No op events: this capture's ${formatCount(events)} events carry no TensorFlow or XLA ` +
+    "op (none is an op execution with an op name), so there is no op time to split. " +
+    "The trace viewer shows the events as recorded."
   );
 }

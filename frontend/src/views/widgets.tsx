@@ -67,10 +67,13 @@ export function Figure({
       <span class="figure-value" data-testid={testid}>
         {value}
       </span>
-      {unit ? <span class="figure-unit"> {unit}</span> : null}
+      {unit && value !== MISSING_FIGURE ? <span class="figure-unit"> {unit}</span> : null}
     </span>
   );
 }
+
+/** What a figure shows when there is no value: alone, without its unit ("—", not "— %"). */
+export const MISSING_FIGURE = "—";
 
 /**
  * "Download CSV": a link to one table of this view (`data_csv`), resolved like every route.

@@ -431,6 +431,7 @@ export class TraceController {
       .slice(0, MAX_HOOK_BLOCKS)
       .map((b) => ({ row: b.row, x: b.x, y: b.y, w: b.w, h: b.h, count: b.count, start_us: b.startUs, end_us: b.endUs }));
     hook.ruler_labels = [...stats.rulerLabels];
+    hook.thread_labels = [...stats.threadLabels];
     hook.drawn_url = hook.loaded?.url ?? null;
     hook.flow_arrows = stats.flows;
     const covered = this.ensureCoverage();

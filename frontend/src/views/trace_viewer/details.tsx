@@ -149,7 +149,7 @@ export function EventDetails({ run, host, selected, onFlows, onReveal }: Details
           <Field
             label="Duration (µs)"
             testid="trace-detail-duration-us"
-            value={`${event.durationUs.toFixed(3)} (${formatDuration(event.durationUs)})`}
+            value={durationText(event.durationUs)}
           />
           <Field label="End (ms)" testid="trace-detail-end-ms" value={formatMs(endUs / 1000)} />
         </dl>
@@ -202,4 +202,12 @@ export function EventDetails({ run, host, selected, onFlows, onReveal }: Details
       </div>
     </section>
   );
+}
+
+/** The duration in µs (3 decimals), and in a handier unit only where that says more
+ * ("1234567.000 (1.235 s)", but "4.364", never "4.364 (4.364 µs)"). */
+export function durationText(durationUs: number): string {
+  const exact = durationUs.toFixed(3);
+  const readable = formatDuration(durationUs);
+  return readable.endsWith(" µs") ? exact : `${exact} (${readable})`;
 }

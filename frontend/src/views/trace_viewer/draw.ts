@@ -22,6 +22,7 @@
  *
  * The ruler's labels stay distinct at every zoom (viewport.ts `rulerTicks`).
  */
+import { fitMiddle, middleCut } from "../../components/middle_text";
 import { PALETTE, SELECTED_OUTLINE, TEXT_COLOUR, colourIndex } from "./colour";
 import { eventName, firstVisible, rowKey, type TraceWindow } from "./data";
 import { rowOfEvent, visibleRange, type Layout, type Row } from "./layout";
@@ -109,6 +110,8 @@ export interface FrameStats {
   readonly blocks: readonly DrawnBlock[];
   /** The ruler's tick labels, left to right. */
   readonly rulerLabels: readonly string[];
+  /** The thread names drawn in the gutter: the full name and the text drawn (maybe cut). */
+  readonly threadLabels: readonly { name: string; shown: string; width: number; y: number }[];
 }
 
 /** Content y of a row -> canvas y. */
@@ -170,6 +173,22 @@ export function fitText(text: string, widthPx: number, glyphPx: number): string 
   if (chars >= text.length) return text;
   if (chars < 3) return "";
   return `${text.slice(0, chars - 1)}…`;
+}
+
+/** Gutter labels already fitted, by width and name (names repeat every frame). */
+const fittedNames = new Map<string, string>();
+const MAX_FITTED_NAMES = 4096;
+
+/** `name` cut in the middle to `widthPx` as the context's current font measures it. */
+function fitMiddleText(ctx: CanvasRenderingContext2D, name: string, widthPx: number): string {
+  const key = `${widthPx}|${ctx.font}|${name}`;
+  const known = fittedNames.get(key);
+  if (known !== undefined) return known;
+  const measure = (text: string) => ctx.measureText(text).width;
+  const shown = middleCut(name, fitMiddle(name, widthPx, measure));
+  if (fittedNames.size >= MAX_FITTED_NAMES) fittedNames.clear();
+  fittedNames.set(key, shown);
+  return shown;
 }
 
 /** The first index in `indices` (blocks in start order) whose block ends at or after `us`. */
@@ -336,7 +355,16 @@ function drawGridLines(ctx: CanvasRenderingContext2D, input: FrameInput, trackWi
   ctx.stroke();
 }
 
-function drawRowChrome(ctx: CanvasRenderingContext2D, input: FrameInput, rows: readonly Row[]): void {
+/** Room for a thread name in the gutter (CSS px): from its indent to the gutter's edge. */
+const THREAD_LABEL_X_PX = 14;
+const THREAD_LABEL_WIDTH_PX = GUTTER_WIDTH_PX - THREAD_LABEL_X_PX - 6;
+
+function drawRowChrome(
+  ctx: CanvasRenderingContext2D,
+  input: FrameInput,
+  rows: readonly Row[],
+  threadLabels: { name: string; shown: string; width: number; y: number }[],
+): void {
   // Process headers across the full width (label drawn below, over the gutter too).
   for (const row of rows) {
     if (row.kind !== "process") continue;
@@ -352,7 +380,6 @@ function drawRowChrome(ctx: CanvasRenderingContext2D, input: FrameInput, rows: r
   ctx.fillStyle = "#e0e0e0";
   ctx.fillRect(GUTTER_WIDTH_PX - 1, RULER_HEIGHT_PX, 1, input.heightPx);
   ctx.font = FONT;
-  const glyph = averageGlyphWidth(ctx);
   for (const row of rows) {
     const y = screenY(input, row.y);
     if (row.kind === "process") {
@@ -364,8 +391,12 @@ function drawRowChrome(ctx: CanvasRenderingContext2D, input: FrameInput, rows: r
       ctx.fillText(fitText(label, input.widthPx - 16, 7), 6, y + row.height / 2);
       ctx.font = FONT;
     } else if (row.depth === 0) {
+      // Cut in the middle: threads differ at their end ("... #12"); hover shows it whole.
+      const shown = fitMiddleText(ctx, row.thread.name, THREAD_LABEL_WIDTH_PX);
+      const width = ctx.measureText(shown).width;
+      threadLabels.push({ name: row.thread.name, shown, width, y: y + row.height / 2 });
       ctx.fillStyle = "#424242";
-      ctx.fillText(fitText(row.thread.name, GUTTER_WIDTH_PX - 20, glyph), 14, y + row.height / 2);
+      ctx.fillText(shown, THREAD_LABEL_X_PX, y + row.height / 2);
     }
   }
 }
@@ -515,7 +546,8 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
   }
   drawSelection(ctx, input, trackWidth);
   const flows = drawFlows(ctx, input, trackWidth);
-  drawRowChrome(ctx, input, rows);
+  const threadLabels: { name: string; shown: string; width: number; y: number }[] = [];
+  drawRowChrome(ctx, input, rows, threadLabels);
   const rulerLabels: string[] = [];
   drawRuler(ctx, input, trackWidth, rulerLabels);
   drawMeasure(ctx, input, trackWidth);
@@ -529,5 +561,6 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
     targets,
     blocks,
     rulerLabels,
+    threadLabels,
   };
 }

@@ -17,6 +17,9 @@
  *   drawn_blocks      density blocks drawn (hatched runs of events too small to draw one by
  *                     one); blocks: the widest 20, {row, x, y, w, h, count, start_us, end_us}
  *   ruler_labels      the time ruler's tick labels, left to right
+ *   thread_labels     the thread names drawn in the gutter: {name, shown (the text drawn, cut
+ *                     in the middle when too long), width (CSS px of the text drawn),
+ *                     y (canvas CSS px of the label's middle)}
  *   hover             what the hover note says: {kind: block|event|thread, count, text} or null
  *   loaded            the window drawn from: {url, window_ms, resolution, returned_events,
  *                     filtered_events, total_events, events_held}
@@ -60,6 +63,7 @@ export interface TraceHook {
     end_us: number;
   }[];
   ruler_labels: string[];
+  thread_labels: { name: string; shown: string; width: number; y: number }[];
   hover: { kind: string; count: number; text: string } | null;
   loaded: {
     url: string;
@@ -105,6 +109,7 @@ export function newHook(): TraceHook {
     drawn_blocks: 0,
     blocks: [],
     ruler_labels: [],
+    thread_labels: [],
     hover: null,
     loaded: null,
     drawn_url: null,
