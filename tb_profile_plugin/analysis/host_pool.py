@@ -159,6 +159,16 @@ def _per_host(
     return {host: results[host] for host in paths}
 
 
+def per_file(
+    kind: str, paths: Mapping[str, str], task: Callable[[str], T],
+    local: Callable[[str], T] | None = None,
+) -> dict[str, T]:
+    """{host: task(path)} for {host: path}, in the order of `paths`: `kind` names the task in
+    the per-file cache; several missing hosts run on the executor (`task` must be a module-level
+    function of the path), one in this process (`local(path)`, else `task(path)`)."""
+    return _per_host(kind, paths, local or task, task)
+
+
 def analyze_files(
     paths: Mapping[str, str], store: ProfileStore | None = None
 ) -> dict[str, HostAnalysis]:

@@ -10,20 +10,24 @@ intersection is explained in the diagnostics.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from tb_profile_plugin.analysis.advice import step_diagnostics
 from tb_profile_plugin.analysis.breakdown import steps_json
 from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.forest import PRODUCER_RULE
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze
-from tb_profile_plugin.analysis.host_pool import analyze_files
+from tb_profile_plugin.analysis.host_pool import analyze_files, per_file
 from tb_profile_plugin.analysis.multi_host import MultiHost, alignment_diagnostics, combine
 from tb_profile_plugin.analysis.op_analysis import OpAnalysis, profile_ops
 from tb_profile_plugin.analysis.op_metrics import OpFacts
 from tb_profile_plugin.analysis.step_db import StepDb
 from tb_profile_plugin.tools.document import Diagnostics
 from tb_profile_plugin.tools.registry import RunFacts, ViewRequest
+from tb_profile_plugin.xspace.model import Profile
+
+T = TypeVar("T")
 
 
 def profile_messages(request: ViewRequest, diagnostics: Diagnostics) -> None:
@@ -42,6 +46,21 @@ def host_analyses(request: ViewRequest) -> dict[str, HostAnalysis]:
     if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
         return analyze_files({h: request.paths[h] for h in request.profiles})
     return {host: analyze(profile) for host, profile in request.profiles.items()}
+
+
+def per_host_parts(
+    request: ViewRequest, kind: str, part_of_file: Callable[[str], T],
+    part: Callable[[Profile], T],
+) -> dict[str, T]:
+    """Each requested host's `part(profile)`, in host order: for several hosts whose files are
+    known, `part_of_file(path)` on the executor's workers, cached per file under `kind`
+    (analysis/host_pool.py), so the server decodes none of them; else here."""
+    if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
+        paths = {h: request.paths[h] for h in request.profiles}
+        host_of = {p: h for h, p in paths.items()}
+        return per_file(kind, paths, part_of_file,
+                        lambda path: part(request.profiles[host_of[path]]))
+    return {host: part(profile) for host, profile in request.profiles.items()}
 
 
 def op_analyses(request: ViewRequest) -> list[OpAnalysis | HostAnalysis]:

@@ -7,10 +7,12 @@ errors recorded in the XSpace).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from tb_profile_plugin.tools.analysis_views import per_host_parts
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
@@ -52,7 +54,18 @@ def _stat_names_used(plane: Plane) -> list[str]:
     return sorted({name for name in names if name is not None})
 
 
-def _host_summary(host: str, profile: Profile, diagnostics: Diagnostics) -> dict[str, Any]:
+@dataclass(frozen=True)
+class HostInfo:
+    """One host's part of the document, without its name: computed on the executor's workers
+    for several hosts (`host_info_file`), so the server does not decode them."""
+
+    summary: dict[str, Any]
+    errors: list[str]
+    warnings: list[str]
+    info: list[str]
+
+
+def host_info(profile: Profile) -> HostInfo:
     planes = [
         {
             "name": plane.name,
@@ -64,32 +77,43 @@ def _host_summary(host: str, profile: Profile, diagnostics: Diagnostics) -> dict
         }
         for plane in profile.planes
     ]
-    for error in profile.errors:
-        diagnostics.errors.append(f"{host}: the profiler recorded an error: {error}")
-    for warning in profile.warnings:
-        diagnostics.warnings.append(f"{host}: the profiler recorded a warning: {warning}")
+    errors = [f"the profiler recorded an error: {error}" for error in profile.errors]
+    warnings = [f"the profiler recorded a warning: {warning}" for warning in profile.warnings]
+    info = []
     if profile.num_events == 0:
-        diagnostics.warnings.append(
-            f"{host}: the profile holds no events: nothing ran while it was captured, or the "
+        warnings.append(
+            "the profile holds no events: nothing ran while it was captured, or the "
             "tracers were off; capture again while the program is training"
         )
     if not any(is_device_plane(p.name) for p in profile.planes):
-        diagnostics.info.append(
-            f"{host}: no device planes: a CPU-only profile (no GPU trace was captured; on a GPU "
+        info.append(
+            "no device planes: a CPU-only profile (no GPU trace was captured; on a GPU "
             "machine this means the CUPTI tracer did not run)"
         )
-    return {
-        "host": host,
+    summary = {
         "hostnames": profile.hostnames,
         "num_events": profile.num_events,
         "planes": planes,
         "lines": [_line_row(p, line) for p in profile.planes for line in p.lines],
     }
+    return HostInfo(summary, errors, warnings, info)
+
+
+def host_info_file(path: str) -> HostInfo:
+    """`host_info` of one host file, decoded through the disk cache (an executor task)."""
+    from tb_profile_plugin.xspace.store import ProfileStore
+
+    return host_info(ProfileStore(max_bytes=0).open(path))
 
 
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
-    hosts = [_host_summary(h, p, diagnostics) for h, p in request.profiles.items()]
+    hosts = []
+    for host, part in per_host_parts(request, NAME, host_info_file, host_info).items():
+        diagnostics.errors.extend(f"{host}: {m}" for m in part.errors)
+        diagnostics.warnings.extend(f"{host}: {m}" for m in part.warnings)
+        diagnostics.info.extend(f"{host}: {m}" for m in part.info)
+        hosts.append({"host": host, **part.summary})
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
         host_count=len(hosts),

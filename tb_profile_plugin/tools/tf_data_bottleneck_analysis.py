@@ -12,6 +12,7 @@ are 64-bit and so are sent as strings.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tb_profile_plugin.analysis.breakdown import verdict
@@ -21,15 +22,17 @@ from tb_profile_plugin.analysis.multi_host import combine
 from tb_profile_plugin.analysis.tf_data import HostTfData, analyze_tf_data, execution_rows
 from tb_profile_plugin.analysis.tf_data_advice import (
     FAST_GET_NEXT_PS,
+    GetNextCalls,
     GetNextLatency,
     get_next_per_step,
 )
 from tb_profile_plugin.analysis.tf_data_critical_path import SLOW_CALL_PS
 from tb_profile_plugin.analysis.tf_data_pipelines import ITERATOR_PREFIX
-from tb_profile_plugin.tools.analysis_views import host_analyses
+from tb_profile_plugin.tools.analysis_views import host_analyses, per_host_parts
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
 from tb_profile_plugin.tools.verdict_basis import TfDataVerdict, tf_data_basis
+from tb_profile_plugin.xspace.model import Profile
 
 NAME = "tf_data_bottleneck_analysis"
 VERSION = 1
@@ -41,6 +44,38 @@ def _us(ps: float) -> float:
     return float(ps) / _PS_PER_US
 
 
+@dataclass(frozen=True)
+class TfDataHost:
+    """One host's part of the document, rows with an empty host and messages without one:
+    computed on the executor's workers for several hosts (`host_part_file`), so the server does
+    not decode them; the IteratorGetNext calls are counted per step of the host's analysis."""
+
+    diagnostics: Diagnostics
+    pipelines: list[dict[str, Any]]
+    bottlenecks: list[dict[str, Any]]
+    graphs: list[dict[str, Any]]
+    get_next_calls: GetNextCalls
+
+
+def host_part(profile: Profile) -> TfDataHost:
+    analysis = analyze_tf_data(profile)
+    diagnostics = Diagnostics()
+    _host_diagnostics("", analysis, diagnostics, False)
+    return TfDataHost(diagnostics, _pipeline_rows("", analysis), _bottleneck_rows("", analysis),
+                      _graphs("", analysis), analysis.get_next)
+
+
+def host_part_file(path: str) -> TfDataHost:
+    """`host_part` of one host file, decoded through the disk cache (an executor task)."""
+    from tb_profile_plugin.xspace.store import ProfileStore
+
+    return host_part(ProfileStore(max_bytes=0).open(path))
+
+
+def _named(rows: list[dict[str, Any]], host: str) -> list[dict[str, Any]]:
+    return [{**row, "host": host} for row in rows]
+
+
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
     pipelines: list[dict[str, Any]] = []
@@ -48,13 +83,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
     graphs: list[dict[str, Any]] = []
     get_next: list[dict[str, Any]] = []
     steps_of = host_analyses(request)  # each host's steps: the overview's
-    for host, profile in request.profiles.items():
-        analysis = analyze_tf_data(profile)
-        _host_diagnostics(host, analysis, diagnostics, len(request.profiles) > 1)
-        pipelines.extend(_pipeline_rows(host, analysis))
-        bottlenecks.extend(_bottleneck_rows(host, analysis))
-        graphs.extend(_graphs(host, analysis))
-        get_next.append(_get_next(host, _per_step(analysis, steps_of[host])))
+    several = len(request.profiles) > 1
+    for host, part in per_host_parts(request, NAME, host_part_file, host_part).items():
+        prefix = f"{host}: " if several else ""
+        for kind, messages in part.diagnostics.to_json().items():
+            getattr(diagnostics, kind).extend(prefix + m for m in messages)
+        pipelines.extend(_named(part.pipelines, host))
+        bottlenecks.extend(_named(part.bottlenecks, host))
+        graphs.extend(_named(part.graphs, host))
+        get_next.append(_get_next(host, _per_step(part.get_next_calls, steps_of[host])))
     bottlenecks.sort(key=lambda b: (-b["max_latency_us"], b["host"], b["input_pipeline"]))
     overview_steps = (combine(steps_of).combined if len(steps_of) > 1
                       else next(iter(steps_of.values()))).steps
@@ -80,11 +117,10 @@ def build(request: ViewRequest) -> dict[str, Any]:
     )
 
 
-def _per_step(analysis: HostTfData, host: HostAnalysis) -> GetNextLatency:
+def _per_step(calls: GetNextCalls, host: HostAnalysis) -> GetNextLatency:
     """IteratorGetNext time in each of the host's steps (the overview's): by forest group,
     or by time for steps from jitted-function executions."""
-    return get_next_per_step(analysis.get_next, host.steps,
-                             by_group=host.root_rule != EXECUTION_RULE)
+    return get_next_per_step(calls, host.steps, by_group=host.root_rule != EXECUTION_RULE)
 
 
 def _host_diagnostics(host: str, analysis: HostTfData, diagnostics: Diagnostics,

@@ -32,6 +32,8 @@ SESSION = "2026_01_01_00_00_00"
 VIEWS = ("overview_page", "pod_viewer", "tensorflow_stats", "input_pipeline_analyzer",
          "profile_info")
 KILL_WAIT_S = 120
+KILL_HOSTS = 48
+BUSY_CPU_S = 0.1
 DAMAGED, CLEAN, POD = (f"{name}/{SESSION}" for name in ("damaged", "clean", "pod"))
 
 
@@ -54,6 +56,15 @@ def _copies(logdir: Path, run: str, count: int) -> Path:
     for k in range(count):
         shutil.copy(files[k % len(files)], session / f"h{k:02d}.xplane.pb")
     return session
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process has used (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _plugin(logdir: Path) -> Any:
@@ -114,7 +125,7 @@ def test_a_local_worker_killed_mid_request_is_replaced_and_its_hosts_rerun(
     monkeypatch.setenv(executors.WORKERS_ENV, "2")
     monkeypatch.setenv(cache.CACHE_DIR_ENV, "off")  # every host decoded: a longer request
     logdir = tmp_path / "logdir"
-    _copies(logdir, "pod", 24)
+    _copies(logdir, "pod", KILL_HOSTS)
     plugin = _plugin(logdir)
     answers: list[tuple[int, Any]] = []
     request = threading.Thread(target=lambda: answers.append(
@@ -128,9 +139,11 @@ def test_a_local_worker_killed_mid_request_is_replaced_and_its_hosts_rerun(
         if pool is not None and len(pool._processes or {}) == 2:
             break
         time.sleep(0.01)
-    assert pool is not None and request.is_alive(), "the request ended before a worker started"
-    time.sleep(0.3)  # the workers are now inside their first hosts
+    assert pool is not None, "the request ended before a worker started"
     victim = next(iter(pool._processes))
+    while _cpu_s(victim) < BUSY_CPU_S and request.is_alive():
+        time.sleep(0.005)  # until the worker is inside its hosts
+    assert request.is_alive(), "the request ended before the worker was killed"
     os.kill(victim, signal.SIGKILL)
     request.join(KILL_WAIT_S)
     assert not request.is_alive()
@@ -146,4 +159,4 @@ def test_a_local_worker_killed_mid_request_is_replaced_and_its_hosts_rerun(
                                host="ALL_HOSTS")
     assert status == 200
     assert killed_doc == undisturbed
-    assert len(killed_doc["hosts"]) == 24
+    assert len(killed_doc["hosts"]) == KILL_HOSTS

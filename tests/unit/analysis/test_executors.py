@@ -21,6 +21,8 @@ from werkzeug.test import Client
 
 from tb_profile_plugin.analysis import executors, host_pool
 from tb_profile_plugin.errors import EngineUnavailable
+from tb_profile_plugin.tools import registry
+from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.fixtures import session_dir
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -141,20 +143,38 @@ def test_cli_exits_6_with_one_line(tmp_path: Path) -> None:
 
 
 def test_all_hosts_views_never_decode_the_hosts_in_the_server(tmp_path: Path) -> None:
-    """run_tools, hosts and the combining views read facts and analyses from the workers."""
+    """run_tools, hosts and the combining views read facts and analyses from the workers, and
+    their documents are those built here from the decoded hosts."""
     from tb_profile_plugin.plugin import ProfilePlugin
 
     logdir = tmp_path / "logdir"
     shutil.copytree(TWO_HOSTS, logdir / "plugins" / "profile" / TWO_HOSTS.name)
+    tf_data = logdir / "tf_data" / "plugins" / "profile" / TWO_HOSTS.name
+    tf_data.mkdir(parents=True)
+    for name in ("a", "b"):  # two hosts with tf.data pipelines
+        shutil.copy(next(session_dir("tfdata_slow").glob("*.xplane.pb")),
+                    tf_data / f"{name}.xplane.pb")
     plugin = ProfilePlugin(base_plugin.TBContext(logdir=str(logdir)))
     apps = plugin.get_plugin_apps()
-    run = {"run": TWO_HOSTS.name}
-    assert "pod_viewer" in json.loads(Client(apps["/run_tools"]).get("/", query_string=run)
-                                      .get_data())
-    for view in ("overview_page", "input_pipeline_analyzer", "tensorflow_stats", "pod_viewer"):
-        hosts = Client(apps["/hosts"]).get("/", query_string={**run, "tag": view})
-        assert json.loads(hosts.get_data())[0] == "ALL_HOSTS"
-        response = Client(apps["/data"]).get("/", query_string={**run, "tag": view,
-                                                                "host": "ALL_HOSTS"})
-        assert response.status_code == 200, response.get_data()
+    assert "pod_viewer" in json.loads(Client(apps["/run_tools"]).get(
+        "/", query_string={"run": TWO_HOSTS.name}).get_data())
+    views = {TWO_HOSTS.name: ("overview_page", "input_pipeline_analyzer", "tensorflow_stats",
+                              "pod_viewer", "profile_info"),
+             f"tf_data/{TWO_HOSTS.name}": ("tf_data_bottleneck_analysis", "profile_info")}
+    for run, names in views.items():
+        session = logdir / run.removesuffix(TWO_HOSTS.name) / "plugins" / "profile" / \
+            TWO_HOSTS.name
+        profiles = {p.name.removesuffix(".xplane.pb"): decode_xspace(p.read_bytes())
+                    for p in sorted(session.glob("*.xplane.pb"))}
+        for view in names:
+            query = {"run": run, "tag": view}
+            hosts = Client(apps["/hosts"]).get("/", query_string=query)
+            assert json.loads(hosts.get_data())[0] == "ALL_HOSTS"
+            response = Client(apps["/data"]).get("/", query_string={**query,
+                                                                    "host": "ALL_HOSTS"})
+            assert response.status_code == 200, response.get_data()
+            # The same document as one built here from the decoded hosts.
+            here = registry.VIEWS[view].build(registry.ViewRequest(run, "ALL_HOSTS", profiles, {}))
+            assert json.loads(response.get_data()) == json.loads(json.dumps(here)), view
     assert plugin._store.cached_bytes == 0
+    assert plugin._store.decode_count == 0
