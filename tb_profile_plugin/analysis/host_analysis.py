@@ -32,6 +32,7 @@ from tb_profile_plugin.analysis.op_analysis import profile_ops
 from tb_profile_plugin.analysis.op_metrics import OpMetrics, compute_precision_ps
 from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
+from tb_profile_plugin.analysis.tf_functions import TfFunction, tf_functions
 from tb_profile_plugin.analysis.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import (
@@ -79,6 +80,8 @@ class HostAnalysis:
     jitted: tuple[JittedFunction, ...] = ()
     #: root_rule "executions": the jitted function whose executions are the steps.
     step_module: str = ""
+    #: Per tf.function: calls, call times, concrete functions (retracing).
+    tf_functions: tuple[TfFunction, ...] = ()
 
 
 @per_profile
@@ -165,4 +168,5 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
         time_base_ns=time_base_ns(profile), core_steps=tuple(core_steps),
         framework=framework.framework, framework_evidence=framework.evidence,
         jitted=jitted_functions(forest, executions), step_module=step_module,
+        tf_functions=tf_functions(table),
     )

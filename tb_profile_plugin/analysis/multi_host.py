@@ -30,6 +30,7 @@ from tb_profile_plugin.analysis.kernel_stats import KernelDetails, KernelRow, Ke
 from tb_profile_plugin.analysis.op_metrics import IDLE, OpFacts, OpMetrics, OpTable
 from tb_profile_plugin.analysis.step_alignment import Alignment, HostSteps, align_steps
 from tb_profile_plugin.analysis.step_db import NUM_TYPES, StepDb
+from tb_profile_plugin.analysis.tf_functions import merge_tf_functions
 from tb_profile_plugin.xspace.producers import Framework
 
 
@@ -185,6 +186,7 @@ def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
         time_base_ns=reference.time_base_ns,
         framework=framework, framework_evidence=evidence,
         jitted=merge_jitted(a.jitted for a in all_), step_module=reference.step_module,
+        tf_functions=merge_tf_functions(a.tf_functions for a in all_),
     )
     return MultiHost(dict(analyses), alignment, combined, slowest)
 

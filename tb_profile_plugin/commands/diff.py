@@ -110,15 +110,18 @@ def render(doc: dict[str, Any], style: Style) -> str:
     out.append(f"  ({doc['num_changed_ops']} ops in both, {doc['num_new_ops']} new in B, "
                f"{doc['num_vanished_ops']} vanished from A)")
 
-    jitted = doc.get("jitted_functions") or []
-    if jitted:
-        out.extend(["", style("Jitted functions (mean execution time)", "bold")])
-        out.append(f"  {'change ms':>10} {'A ms':>9} {'B ms':>9} {'calls A/B':>11}  function")
-        for row in jitted[:OPS_SHOWN]:
-            calls = f"{row['a_calls']}/{row['b_calls']}"
-            out.append(f"  {_signed(row['delta_ms'], 3):>10} {row['a_mean_ms']:>9.3f} "
-                       f"{row['b_mean_ms']:>9.3f} {calls:>11}  "
-                       f"{_middle_cut(row['module'], WIDTH - 47)}")
+    for key, name, title in (
+            ("jitted_functions", "module", "Jitted functions (mean execution time)"),
+            ("tf_functions", "function", "tf.functions (mean call time)")):
+        rows = doc.get(key) or []
+        if rows:
+            out.extend(["", style(title, "bold")])
+            out.append(f"  {'change ms':>10} {'A ms':>9} {'B ms':>9} {'calls A/B':>11}  function")
+            for row in rows[:OPS_SHOWN]:
+                calls = f"{row['a_calls']}/{row['b_calls']}"
+                out.append(f"  {_signed(row['delta_ms'], 3):>10} {row['a_mean_ms']:>9.3f} "
+                           f"{row['b_mean_ms']:>9.3f} {calls:>11}  "
+                           f"{_middle_cut(row[name], WIDTH - 47)}")
 
     messages = [(kind, m) for kind in ("errors", "warnings", "info")
                 for m in doc["diagnostics"][kind]]

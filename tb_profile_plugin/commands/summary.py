@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from tb_profile_plugin.commands.output import Style, colour_wanted, to_json
@@ -84,6 +85,21 @@ def _bar(percent: float) -> str:
     return "#" * filled + "." * (BAR_WIDTH - filled)
 
 
+def _function_lines(rows: list[dict[str, Any]], share_label: str,
+                    name: Callable[[dict[str, Any]], str],
+                    share: Callable[[dict[str, Any]], float]) -> list[str]:
+    """A per-function table (jitted functions, tf.functions): calls, times, share, name."""
+    out = [f"  {'calls':>6} {'mean ms':>9} {'min ms':>9} {'max ms':>9} {share_label:>7}  "
+           "function"]
+    for row in rows[:TOP_JITTED]:
+        out.append(f"  {row['calls']:>6} {row['mean_ms']:>9.3f} {row['min_ms']:>9.3f} "
+                   f"{row['max_ms']:>9.3f} {100 * share(row):>6.1f}%  "
+                   f"{_middle_cut(name(row), WIDTH - 47)}")
+    if len(rows) > TOP_JITTED:
+        out.append(f"  (and {len(rows) - TOP_JITTED} more; the overview lists all)")
+    return out
+
+
 def render(doc: dict[str, Any], located: Located, style: Style) -> str:
     """The summary text: every line at most WIDTH columns (ANSI codes aside)."""
     out: list[str] = []
@@ -141,15 +157,15 @@ def render(doc: dict[str, Any], located: Located, style: Style) -> str:
     jitted = doc.get("jitted_functions") or []
     if jitted:
         heading("Jitted functions (XLA modules)")
-        out.append(f"  {'calls':>6} {'mean ms':>9} {'min ms':>9} {'max ms':>9} {'device':>7}  "
-                   "function")
-        for row in jitted[:TOP_JITTED]:
-            mark = " (steps)" if row["module"] == doc.get("step_module") else ""
-            out.append(f"  {row['calls']:>6} {row['mean_ms']:>9.3f} {row['min_ms']:>9.3f} "
-                       f"{row['max_ms']:>9.3f} {100 * row['device_fraction']:>6.1f}%  "
-                       f"{_middle_cut(row['module'] + mark, WIDTH - 47)}")
-        if len(jitted) > TOP_JITTED:
-            out.append(f"  (and {len(jitted) - TOP_JITTED} more; the overview lists all)")
+        out.extend(_function_lines(jitted, "device", lambda row: row["module"] + (
+            " (steps)" if row["module"] == doc.get("step_module") else ""),
+            lambda row: row["device_fraction"]))
+    functions = doc.get("tf_functions") or []
+    if functions:
+        heading("tf.functions (host call time)")
+        out.extend(_function_lines(functions, "share", lambda row: row["function"] + (
+            f" (traced {row['concrete']}x)" if row["concrete"] > 1 else ""),
+            lambda row: row["fraction"]))
 
     heading("Recommendations")
     for text in doc.get("recommendations") or ["(none)"]:

@@ -169,21 +169,35 @@ def jitted_changes(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]
                    ) -> list[dict[str, Any]]:
     """Every jitted function (XLA module) of either side: calls and mean execution time in A
     and B, largest change of mean execution time first."""
-    a = {r["module"]: r for r in rows_a}
-    b = {r["module"]: r for r in rows_b}
+    return function_changes(rows_a, rows_b, "module")
+
+
+def tf_function_changes(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]
+                        ) -> list[dict[str, Any]]:
+    """Every tf.function of either side: calls and mean call time in A and B, largest change
+    of mean call time first."""
+    return function_changes(rows_a, rows_b, "function")
+
+
+def function_changes(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], key: str
+                     ) -> list[dict[str, Any]]:
+    """Rows of a per-function table (by `key`) on either side, with their mean times in A
+    and B, largest change first."""
+    a = {r[key]: r for r in rows_a}
+    b = {r[key]: r for r in rows_b}
     changes = []
     for module in a.keys() | b.keys():
         ra, rb = a.get(module), b.get(module)
         a_ms = ra["mean_ms"] if ra else 0.0
         b_ms = rb["mean_ms"] if rb else 0.0
         changes.append({
-            "module": module, "a_calls": ra["calls"] if ra else 0,
+            key: module, "a_calls": ra["calls"] if ra else 0,
             "b_calls": rb["calls"] if rb else 0, "a_mean_ms": a_ms, "b_mean_ms": b_ms,
             "delta_ms": b_ms - a_ms, "delta_percent": _relative_percent(a_ms, b_ms)
             if ra and rb else None,
             "change": "new" if ra is None else "vanished" if rb is None else "changed",
         })
-    changes.sort(key=lambda c: (-abs(c["delta_ms"]), c["module"]))
+    changes.sort(key=lambda c: (-abs(c["delta_ms"]), c[key]))
     return changes
 
 
@@ -249,5 +263,6 @@ def compare(
         "num_new_ops": sum(c["change"] == "new" for c in changes),
         "num_vanished_ops": sum(c["change"] == "vanished" for c in changes),
         "jitted_functions": jitted_changes(doc_a["jitted_functions"], doc_b["jitted_functions"]),
+        "tf_functions": tf_function_changes(doc_a["tf_functions"], doc_b["tf_functions"]),
         "conclusion": conclusion(sum_a, sum_b, categories),
     }

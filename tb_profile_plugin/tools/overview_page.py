@@ -6,7 +6,8 @@ verdict_other_view (what the verdict measures, and the tf.data view's verdict:
 tools/verdict_basis.py), device_compute_precision,
 top_device_ops, top_host_ops, run_environment, step_rule, step_module (the jitted function
 whose executions are the steps, rule "executions"), jitted_functions (per XLA module: calls,
-execution times, device share, host dispatch), recommendations.
+execution times, device share, host dispatch), tf_functions (per tf.function: calls, call
+times, concrete functions traced), recommendations.
 
 ALL_HOSTS (analysis/multi_host.py): the steps common to every host, each the slowest host's
 step (its name in the step's `host`), ops summed over hosts; `multi_host` says how each host
@@ -31,6 +32,7 @@ from tb_profile_plugin.analysis.breakdown import (
 )
 from tb_profile_plugin.analysis.jitted_functions import JittedFunction
 from tb_profile_plugin.analysis.op_metrics import OpFacts, OpTable
+from tb_profile_plugin.analysis.tf_functions import TfFunction
 from tb_profile_plugin.tools.analysis_views import (
     fact_keys,
     has_host_events,
@@ -83,6 +85,15 @@ def jitted_rows(jitted: tuple[JittedFunction, ...]) -> list[dict[str, Any]]:
     } for row in jitted]
 
 
+def tf_function_rows(functions: tuple[TfFunction, ...]) -> list[dict[str, Any]]:
+    """The tf.functions table (analysis/tf_functions.py), times in ms."""
+    return [{
+        "function": row.function, "calls": row.calls, "concrete": row.concrete,
+        "mean_ms": row.mean_ps / 1e9, "min_ms": row.min_ps / 1e9, "max_ms": row.max_ps / 1e9,
+        "total_ms": row.total_ps / 1e9, "fraction": row.fraction,
+    } for row in functions]
+
+
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
     analysis, multi = requested_analysis(request, diagnostics)
@@ -129,6 +140,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         step_rule=analysis.root_rule,
         step_module=analysis.step_module,
         jitted_functions=jitted_rows(analysis.jitted),
+        tf_functions=tf_function_rows(analysis.tf_functions),
         has_device=analysis.has_device,
         recommendations=recommendations(analysis),
         **multi_host_keys(multi),
@@ -163,5 +175,15 @@ def jitted_table(doc: dict[str, Any]) -> Table:
     return list(JITTED_COLUMNS), rows
 
 
+TF_FUNCTION_COLUMNS = ("function", "calls", "concrete", "mean_ms", "min_ms", "max_ms",
+                       "total_ms", "fraction")
+
+
+def tf_functions_table(doc: dict[str, Any]) -> Table:
+    rows = [[row[k] for k in TF_FUNCTION_COLUMNS] for row in doc["tf_functions"]]
+    return list(TF_FUNCTION_COLUMNS), rows
+
+
 VIEW = register(View(NAME, VERSION, build, has_host_events, combines_hosts=True,
-                     tables={"steps": steps_table, "jitted_functions": jitted_table}))
+                     tables={"steps": steps_table, "jitted_functions": jitted_table,
+                             "tf_functions": tf_functions_table}))

@@ -622,18 +622,21 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.nd
 
 
 # --------------------------------------------------------------------------------------------
-# XLA programs: module names, host dispatch, collectives
+# Programs: XLA module names, host dispatch, tf.function calls, collectives
 #
 # | what                   | producer                 | written as                            |
 # |------------------------|--------------------------|---------------------------------------|
 # | module of an execution | XLA on TPU (Modules line)| `jit_f(12193…)`: name(fingerprint)    |
 # | host dispatch of a call| JAX (jaxlib)             | `PjitFunction(f)` for module `jit_f`  |
 # | host side of a call    | XLA on GPU               | `jit_f:XLA GPU module`, launches in it|
+# | call of a tf.function  | TensorFlow 2 (eager)     | `EagerLocalExecute: __inference_f_12` |
+# |                        |                          | (its number: the concrete function)   |
 # | collective             | XLA (all producers)      | HLO op/category `all-reduce[-start]`, |
 # |                        |                          | `all-gather`, `reduce-scatter`,       |
 # |                        |                          | `all-to-all`, `collective-permute`... |
 # |                        | NCCL / RCCL kernels      | `nccl…`, `rccl…` kernel names         |
 
+_TF_FUNCTION_CALL = re.compile(r"^EagerLocalExecute: __inference_(.+)_(\d+)$")
 _MODULE_FINGERPRINT = re.compile(r"\(\d+\)$")
 _JAX_DISPATCH = re.compile(r"^PjitFunction\((.+)\)$")
 _COLLECTIVE_HLO = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
@@ -667,3 +670,10 @@ def host_execution_module(event_name: str) -> str | None:
     if event_name.endswith(_HOST_EXECUTION_SUFFIX):
         return event_name[: -len(_HOST_EXECUTION_SUFFIX)]
     return None
+
+
+def tf_function_call(event_name: str) -> tuple[str, int] | None:
+    """The tf.function an eager call event runs and its concrete function's number
+    (`EagerLocalExecute: __inference_train_step_191` -> ("train_step", 191)), else None."""
+    match = _TF_FUNCTION_CALL.match(event_name)
+    return (match.group(1), int(match.group(2))) if match else None

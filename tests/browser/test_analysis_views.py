@@ -162,6 +162,29 @@ def check_overview(page: Page, root: Root, doc: dict[str, Any]) -> None:
             assert item.locator("pre").text_content() == code
 
     check_csv_link(page, root, "steps-csv", "steps")
+    check_tf_functions(page, root, doc)
+
+
+def check_tf_functions(page: Page, root: Root, doc: dict[str, Any]) -> None:
+    """The tf.functions table lists the document's rows in its order, with their figures;
+    absent where the program called none."""
+    functions = doc["tf_functions"]
+    if not functions:
+        expect(root.get_by_test_id("tf-functions-section")).to_have_count(0)
+        return
+    rows = root.get_by_test_id("tf-function-row")
+    expect(rows).to_have_count(len(functions))
+    assert row_names(root, "tf-function-row", "function") == [f["function"] for f in functions]
+    for index, function in enumerate(functions):
+        row = rows.nth(index)
+        assert shown_text(row, "tf-function-row-calls") == str(function["calls"])
+        for testid, expected, decimals in (
+            ("tf-function-row-mean_ms", function["mean_ms"], MS),
+            ("tf-function-row-max_ms", function["max_ms"], MS),
+            ("tf-function-row-fraction", 100 * function["fraction"], PERCENT),
+        ):
+            assert_figure(row, testid, expected, decimals)
+    check_csv_link(page, root, "tf-functions-csv", "tf_functions")
 
 
 def check_input_pipeline(page: Page, root: Root, doc: dict[str, Any]) -> None:

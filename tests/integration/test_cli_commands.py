@@ -103,6 +103,11 @@ def test_summary_text_fits_80_columns_and_says_what_matters(tmp_path: Path) -> N
     assert doc["recommendations"][0].split()[0] in text
     for message in doc["diagnostics"]["info"]:
         assert " ".join(message.split()[:4]) in " ".join(text.split())
+    (function,) = doc["tf_functions"]  # the capture's train_step, called once per step
+    assert "tf.functions (host call time)" in text
+    assert (f"  {function['calls']:>6} {function['mean_ms']:>9.3f} {function['min_ms']:>9.3f} "
+            f"{function['max_ms']:>9.3f} {100 * function['fraction']:>6.1f}%  "
+            f"{function['function']}") in text
 
 
 def test_diff_slow_vs_parallel_names_input_time(server: Server, tmp_path: Path) -> None:
@@ -137,6 +142,13 @@ def test_diff_slow_vs_parallel_names_input_time(server: Server, tmp_path: Path) 
     assert doc["conclusion"] in text.stdout
     assert max(len(line) for line in text.stdout.splitlines()) <= 80
     assert "A: HIGHLY input-bound" in text.stdout
+    (train,) = doc["tf_functions"]
+    assert (train["function"], train["a_calls"], train["b_calls"]) == (
+        before["tf_functions"][0]["function"], before["tf_functions"][0]["calls"],
+        after["tf_functions"][0]["calls"])
+    assert train["delta_ms"] == pytest.approx(
+        after["tf_functions"][0]["mean_ms"] - before["tf_functions"][0]["mean_ms"])
+    assert "tf.functions (mean call time)" in text.stdout
 
 
 def test_compare_route_serves_the_diff(server: Server, tmp_path: Path) -> None:

@@ -12,8 +12,9 @@
  * jitted-row-<column> cells, jitted-csv.
  */
 import { DataTable, type Column } from "../components/data_table";
-import { formatCount, formatFraction, formatMs, list, num, record, str } from "./format";
-import { CsvLink, Section } from "./widgets";
+import { list, num, record, str } from "./format";
+import { countColumn, fractionColumn, msColumn } from "./number_columns";
+import { CsvLink, type DocSectionProps, Section } from "./widgets";
 
 export interface JittedRow {
   readonly module: string;
@@ -48,33 +49,6 @@ export function jittedRowsOf(value: unknown): readonly JittedRow[] {
   });
 }
 
-type MsKey = "mean_ms" | "min_ms" | "max_ms" | "device_time_ms" | "dispatch_mean_ms";
-type CountKey = "calls" | "devices";
-
-function ms(key: MsKey, label: string, title: string, width: string): Column<JittedRow> {
-  return {
-    key,
-    label,
-    title,
-    value: (row) => row[key],
-    render: (row) => formatMs(row[key]),
-    numeric: true,
-    width,
-  };
-}
-
-function count(key: CountKey, label: string, title: string, width: string): Column<JittedRow> {
-  return {
-    key,
-    label,
-    title,
-    value: (row) => row[key],
-    render: (row) => formatCount(row[key]),
-    numeric: true,
-    width,
-  };
-}
-
 function columns(stepModule: string): readonly Column<JittedRow>[] {
   return [
     {
@@ -91,41 +65,22 @@ function columns(stepModule: string): readonly Column<JittedRow>[] {
         ),
       ellipsis: true,
     },
-    count("calls", "Calls", "Executions on the device that ran it most", "4.5em"),
-    count("devices", "Devices", "Devices that ran it", "5em"),
-    ms("mean_ms", "Mean ms", "Mean execution time (ms), first start to last end", "6.5em"),
-    ms("min_ms", "Min ms", "Shortest execution (ms)", "6em"),
-    ms("max_ms", "Max ms", "Longest execution (ms)", "6em"),
-    ms("device_time_ms", "Device ms", "Busy time summed over devices (ms)", "7em"),
-    {
-      key: "device_fraction",
-      label: "Device %",
-      title: "Share of all XLA programs' device time",
-      value: (row) => row.device_fraction,
-      render: (row) => formatFraction(row.device_fraction),
-      numeric: true,
-      width: "6em",
-    },
-    ms(
+    countColumn("calls", "Calls", "Executions on the device that ran it most"),
+    countColumn("devices", "Devices", "Devices that ran it"),
+    msColumn("mean_ms", "Mean ms", "Mean execution time (ms), first start to last end"),
+    msColumn("min_ms", "Min ms", "Shortest execution (ms)"),
+    msColumn("max_ms", "Max ms", "Longest execution (ms)"),
+    msColumn("device_time_ms", "Device ms", "Busy time summed over devices (ms)"),
+    fractionColumn("device_fraction", "Device %", "Share of all XLA programs' device time"),
+    msColumn(
       "dispatch_mean_ms",
       "Dispatch ms",
       "Host time per call to dispatch it (PjitFunction), where the host shows it",
-      "7em",
     ),
   ];
 }
 
-export function JittedFunctions({
-  doc,
-  run,
-  view,
-  host,
-}: {
-  doc: Readonly<Record<string, unknown>>;
-  run: string;
-  view: string;
-  host: string;
-}) {
+export function JittedFunctions({ doc, run, view, host }: DocSectionProps) {
   const rows = jittedRowsOf(doc["jitted_functions"]);
   if (rows.length === 0) return null;
   const stepModule = doc["step_rule"] === "executions" ? str(doc["step_module"]) : "";

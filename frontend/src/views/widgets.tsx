@@ -106,6 +106,15 @@ export function CsvLink({
   );
 }
 
+/** A section drawn from a view's document: the document, and the run, view and host it is of
+ * (for its CSV link). */
+export interface DocSectionProps {
+  readonly doc: Readonly<Record<string, unknown>>;
+  readonly run: string;
+  readonly view: string;
+  readonly host: string;
+}
+
 /** What a view shows instead of a chart when the profile has no steps. */
 export function NoSteps() {
   return (

@@ -2,7 +2,7 @@
 
 Profiles name things however their writer likes. Here every name a table can show (op names
 and types, kernels, HLO modules and ops, memory op/region/shape, plane and line names,
-tf.data iterators, host names from file names) is a formula-leading payload (OWASP's list:
+tf.data iterators, tf.functions, host names from file names) is a formula-leading payload (OWASP's list:
 `=`, `+`, `-`, `@`, tab, CR). Three runs: a TensorFlow-style run with a GPU, memory and tf.data
 (one host per payload, named by its file), a JAX GPU run (jitted functions), and a real capture
 whose file is called `=cmd|' -C calc'!A0.xplane.pb`. Every table of every view the registry
@@ -68,6 +68,8 @@ def _tf_space(host: str) -> bytes:
                      parent_id=11)
             start = t0 + (400 + 100 * j) * US
             py.event(f"{name}:{name}", start, 60 * US)
+            # a tf.function named by the payload (the tf.functions table)
+            py.event(f"EagerLocalExecute: __inference_{name}_{j}", start + 70 * US, 20 * US)
             corr = 1000 * k + j + 1
             launches.event("cudaLaunchKernel", start + 5 * US, 5 * US, correlation_id=corr)
             stream.kernel(name, start + 20 * US, 30 * US, correlation_id=corr,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import shutil
+import weakref
 from pathlib import Path
 
 import pytest
@@ -53,9 +54,17 @@ def _rss_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _live_profiles() -> int:
+def _live_profiles(already: dict[int, weakref.ref[Profile]] | None = None) -> int:
+    """Profiles alive now, those in `already` (alive before the test, held by other tests in
+    the same process) excepted."""
     gc.collect()
-    return sum(1 for obj in gc.get_objects() if isinstance(obj, Profile))
+    return sum(1 for obj in gc.get_objects() if isinstance(obj, Profile)
+               and not (already and id(obj) in already and already[id(obj)]() is obj))
+
+
+def _profiles_alive() -> dict[int, weakref.ref[Profile]]:
+    gc.collect()
+    return {id(obj): weakref.ref(obj) for obj in gc.get_objects() if isinstance(obj, Profile)}
 
 
 def test_derived_results_are_counted_in_the_bound(tmp_path: Path) -> None:
@@ -80,6 +89,7 @@ def test_a_profile_whose_views_outgrow_the_bound_is_dropped_with_them(tmp_path: 
 
 
 def test_evict_and_reopen_cycles_stay_flat(tmp_path: Path) -> None:
+    others = _profiles_alive()  # the suite's other tests may hold profiles of their own
     paths = _copies(tmp_path, 3)
     probe = _build_views(ProfileStore(max_bytes=2**40), paths[0])
     store = ProfileStore(max_bytes=int((probe.nbytes + probe.derived.nbytes) * 1.5))
@@ -91,9 +101,9 @@ def test_evict_and_reopen_cycles_stay_flat(tmp_path: Path) -> None:
 
     for _ in range(20):
         cycle()
-    live_before, rss_before = _live_profiles(), _rss_bytes()
+    live_before, rss_before = _live_profiles(others), _rss_bytes()
     for _ in range(CYCLES - 20):
         cycle()
-    live_after, rss_after = _live_profiles(), _rss_bytes()
+    live_after, rss_after = _live_profiles(others), _rss_bytes()
     assert live_after <= live_before <= 2  # the kept one (and none left over)
     assert rss_after - rss_before <= 32 * 2**20, (rss_before, rss_after)
