@@ -20,7 +20,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_profile_plugin import metadata, request_budget
-from tb_profile_plugin.analysis import executors, host_pool
+from tb_profile_plugin.analysis import executors, host_pool, host_progress
 from tb_profile_plugin.analysis.host_facts import HostFacts
 from tb_profile_plugin.errors import (
     BadRequest,
@@ -144,6 +144,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
         self._capture_enabled = getattr(flags, metadata.CAPTURE_FLAG, "on") != "off"
         self._listen_host: str | None = getattr(flags, "host", None)
         self._capture_lock = threading.Lock()
+        self._trackers = host_progress.RunTrackers()  # per-host progress of each run's requests
         scheduler = getattr(flags, metadata.SCHEDULER_FLAG, None)
         if scheduler:
             executors.configure(scheduler)
@@ -167,10 +168,11 @@ class ProfilePlugin(base_plugin.TBPlugin):
     def get_plugin_apps(self) -> dict[str, Handler]:
         apps: dict[str, Handler] = {
             "/runs": _respond_errors(self._serve_runs),
-            "/run_tools": _respond_errors(self._serve_run_tools),
-            "/hosts": _respond_errors(self._serve_hosts),
-            "/data": _respond_errors(self._serve_data),
-            "/data_csv": _respond_errors(self._serve_data_csv),
+            "/run_tools": _respond_errors(self._tracked(self._serve_run_tools)),
+            "/hosts": _respond_errors(self._tracked(self._serve_hosts)),
+            "/data": _respond_errors(self._tracked(self._serve_data)),
+            "/data_csv": _respond_errors(self._tracked(self._serve_data_csv)),
+            "/progress": _respond_errors(self._serve_progress, budgeted=False),
             # A capture runs for the duration it was asked for, under its own deadlines.
             "/capture_profile": _respond_errors(self._serve_capture_profile, budgeted=False),
             "/compare": _respond_errors(self._serve_compare),
@@ -203,6 +205,22 @@ class ProfilePlugin(base_plugin.TBPlugin):
         if not tag:
             return _json(request, list(run.hosts))
         return _json(request, self._hosts_offering(run, self._view(tag)))
+
+    def _serve_progress(self, request: Request) -> Response:
+        """Hosts done / total of the newest request of `run` that reads several hosts
+        (analysis/host_progress.py); before any, phase null and 0 / 0."""
+        tracker = self._trackers.newest(request.args.get("run", ""))
+        return _json(request, (tracker or host_progress.Tracker()).to_json())
+
+    def _tracked(self, handler: Handler) -> Handler:
+        """`handler` reporting its per-host progress under its run (the `progress` route)."""
+
+        def tracked(request: Request) -> Response:
+            with host_progress.tracking(self._trackers.start(request.args.get("run", ""))):
+                return handler(request)
+
+        tracked.__name__ = handler.__name__
+        return tracked
 
     def _serve_data(self, request: Request) -> Response:
         view, view_request = self._view_request(request)

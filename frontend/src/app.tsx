@@ -17,6 +17,7 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { routeUrl } from "./api";
 import { CaptureDialog } from "./components/capture_dialog";
+import { HostsProgress } from "./components/hosts_progress";
 import { ALL_HOSTS, hostLabel, Sidebar } from "./components/sidebar";
 import {
   EmptyState,
@@ -189,7 +190,7 @@ function MainArea(props: MainAreaProps) {
 
   if (views.state === "error")
     return <ErrorMessage title={`Could not open run ${run}`} message={views.error} />;
-  if (views.state !== "ok") return <Loading what="the run's tools" />;
+  if (views.state !== "ok") return <HostsProgress run={run} what="the run's tools" />;
   if (view === null)
     return (
       <Notice testid="no-views">
@@ -199,7 +200,7 @@ function MainArea(props: MainAreaProps) {
 
   if (hosts.state === "error")
     return <ErrorMessage title={`Could not list hosts for ${viewLabel(view)}`} message={hosts.error} />;
-  if (hosts.state !== "ok") return <Loading what="hosts" />;
+  if (hosts.state !== "ok") return <HostsProgress run={run} what="hosts" />;
   if (host === null)
     return (
       <Notice testid="no-hosts">
@@ -210,7 +211,7 @@ function MainArea(props: MainAreaProps) {
   if (doc.state === "error")
     return <ErrorMessage title={`Could not load ${viewLabel(view)}`} message={doc.error} />;
   const data = doc.state === "ok" ? doc.data : props.staleDoc;
-  if (data === null) return <Loading what={viewLabel(view)} />;
+  if (data === null) return <HostsProgress run={run} what={viewLabel(view)} />;
   const updating = doc.state !== "ok";
 
   const Renderer = rendererFor(view);

@@ -14,6 +14,9 @@ host's `HostFacts` (what the `run_tools` and `hosts` routes and the views' `avai
    A local worker that dies breaks the pool: the pool is replaced and the hosts without an
    answer are submitted again, once (Dask reschedules lost tasks itself).
 
+Each pass reports hosts done / total to the current request's tracker
+(analysis/host_progress.py: the page's and the CLI's progress bars).
+
 Local paths are made absolute before they leave the process, so workers with another working
 directory open the same files; remote URLs (gs://, s3://) are passed as they are.
 """
@@ -29,7 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from tb_profile_plugin import fs
-from tb_profile_plugin.analysis import executors
+from tb_profile_plugin.analysis import executors, host_progress
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze, analyze_file
 from tb_profile_plugin.analysis.host_facts import (
     HostFacts,
@@ -136,21 +139,27 @@ def _per_host(
     keys = {host: (kind, path, *_stat(path)) for host, path in paths.items()}
     results: dict[str, T] = {}
     missing: list[str] = []
+    host_progress.begin(kind, len(paths))
+
+    def host_done(host: str) -> None:
+        on_host(host)
+        host_progress.advance()
+
     for host, key in keys.items():
         found = _lookup(key)
         if found is None:
             missing.append(host)
         else:
             results[host] = found
-            on_host(host)
+            host_done(host)
     if len(missing) == 1:
         host = missing[0]
         results[host] = local(paths[host])
         _remember(keys[host], results[host])
-        on_host(host)
+        host_done(host)
     elif missing:
         done = run_on_executor(remote, [paths[h] for h in missing],
-                               lambda index: on_host(missing[index]))
+                               lambda index: host_done(missing[index]))
         for host, value in zip(missing, done, strict=True):
             results[host] = value
             _remember(keys[host], value)

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tb_profile_plugin.analysis import executors, host_pool
 from tests.fixtures import DATA_DIR
 from tests.xspace_builder import XSpaceBuilder
 
@@ -151,3 +152,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running = start_tensorboard(make_logdir(tmp), tmp)
     yield running
     stop(running)
+
+
+@pytest.fixture
+def fresh_executors(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A fresh local process pool and an empty per-file result cache before and after the
+    test, and no Dask scheduler from the environment."""
+    monkeypatch.delenv(executors.SCHEDULER_ENV, raising=False)
+    executors.shutdown()
+    host_pool.clear_cache()
+    yield
+    executors.shutdown()
+    host_pool.clear_cache()

@@ -15,7 +15,6 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +37,8 @@ DAMAGED, CLEAN, POD = (f"{name}/{SESSION}" for name in ("damaged", "clean", "pod
 
 
 @pytest.fixture(autouse=True)
-def _fresh_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _fresh_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_executors: None) -> None:
     monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    monkeypatch.delenv(executors.SCHEDULER_ENV, raising=False)
-    executors.shutdown()
-    host_pool.clear_cache()
-    yield
-    executors.shutdown()
-    host_pool.clear_cache()
 
 
 def _copies(logdir: Path, run: str, count: int) -> Path:
