@@ -12,6 +12,7 @@ import json
 import logging
 import mimetypes
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
-from tb_profile_plugin import metadata, request_budget
+from tb_profile_plugin import memory_release, metadata, request_budget
 from tb_profile_plugin.analysis import executors, host_pool, host_progress
 from tb_profile_plugin.analysis.host_facts import HostFacts
 from tb_profile_plugin.errors import (
@@ -108,6 +109,13 @@ def _respond_errors(handler: Handler, budgeted: bool = True) -> Handler:
     under the request's time budget and stopped when its client leaves (request_budget.py)."""
 
     def wrapped(request: Request) -> Response:
+        started_s = time.monotonic()
+        try:
+            return answer(request)
+        finally:  # a heavy request's freed memory goes back to the system, not into RSS
+            memory_release.release_free_memory(time.monotonic() - started_s)
+
+    def answer(request: Request) -> Response:
         try:
             if not budgeted:
                 return handler(request)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tb_profile_plugin.analysis.profile_cache import per_profile
 from tb_profile_plugin.errors import NotFound, ProfileError, UnreadableProfile
 from tb_profile_plugin.xspace.model import Profile
 
@@ -35,7 +36,7 @@ class HostFacts:
         return self.failure is None
 
 
-def host_facts(profile: Profile) -> HostFacts:
+def _host_facts(profile: Profile) -> HostFacts:
     """The facts of a decoded profile (metadata tables only, never a pass over events)."""
     events: set[str] = set()
     for plane in profile.planes:
@@ -48,8 +49,15 @@ def host_facts(profile: Profile) -> HostFacts:
     )
 
 
+#: The facts of a decoded profile, built once and kept with it (every request asks for them).
+host_facts = per_profile(_host_facts)
+
+
 def unreadable_facts(failure: ProfileError) -> HostFacts:
-    return HostFacts(frozenset(), frozenset(), 0, failure=failure)
+    """The facts of a host that cannot be read. They are kept (per file), so they keep a copy
+    of the error without its traceback, whose frames would hold the file's bytes and whatever
+    the decode had built."""
+    return HostFacts(frozenset(), frozenset(), 0, failure=type(failure)(str(failure)))
 
 
 def host_facts_file(path: str) -> HostFacts:

@@ -54,6 +54,10 @@ class RunFacts:
 
     @staticmethod
     def combine(hosts: Mapping[str, HostFacts]) -> RunFacts:
+        if len(hosts) == 1:  # one host: its sets as they are (no copy of every name per request)
+            (facts,) = hosts.values()
+            return RunFacts(hosts=tuple(hosts), plane_names=facts.plane_names,
+                            event_names=facts.event_names, num_events=facts.num_events)
         planes: set[str] = set()
         events: set[str] = set()
         for facts in hosts.values():

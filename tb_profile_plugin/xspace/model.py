@@ -15,6 +15,7 @@ directly and stay well inside int64. The file's own per-line `offset_ps` is
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -283,6 +284,10 @@ class Plane:
 _SIZE_DEPTH = 8
 
 
+#: What a Python str or bytes object costs beside its characters (CPython's header).
+_OBJECT_BYTES = sys.getsizeof("")
+
+
 def result_nbytes(result: object, seen: set[int] | None = None) -> int:
     """Bytes of the arrays and strings reachable from `result` (each counted once, and not
     again when already in `seen`; the profile and its planes are not part of a result)."""
@@ -304,14 +309,17 @@ def result_nbytes(result: object, seen: set[int] | None = None) -> int:
                 seen.add(id(owner))
             total += owner.nbytes
         elif isinstance(value, str | bytes):
-            total += len(value)
+            total += len(value) + _OBJECT_BYTES
         elif isinstance(value, Profile | Plane):
             continue
         elif isinstance(value, dict):
+            total += sys.getsizeof(value)
             stack.extend((item, depth + 1) for pair in value.items() for item in pair)
         elif isinstance(value, list | tuple | set | frozenset):
+            total += sys.getsizeof(value)
             if value and all(isinstance(item, str) for item in value):
-                total += sum(len(item) for item in value)  # name tables: no walk per item
+                # name tables: no walk per item
+                total += sum(len(item) for item in value) + _OBJECT_BYTES * len(value)
                 continue
             stack.extend((item, depth + 1) for item in value)
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
