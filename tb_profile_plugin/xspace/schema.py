@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import enum
 
-#: Bumped whenever the decoded columns change meaning or layout; part of the cache key.
-FORMAT_VERSION = 1
+#: Bumped whenever the decoded columns change meaning or layout, or decoding refuses what it
+#: accepted before; part of the cache key. 2: times checked at decode (no negative durations,
+#: nothing past 2^58 ps), so entries decoded without the checks are misses.
+FORMAT_VERSION = 2
 
 HOST_PLANE_NAME = "/host:CPU"
 DEVICE_PLANE_PREFIX = "/device:"
