@@ -1,13 +1,13 @@
 """CSV formula injection: no table of any view, served or printed, starts a cell with a formula.
 
-Profiles name things however their writer likes. Here every name a table can show (op names
-and types, kernels, HLO modules and ops, memory op/region/shape, plane and line names,
-tf.data iterators, tf.functions, host names from file names) is a formula-leading payload (OWASP's list:
-`=`, `+`, `-`, `@`, tab, CR). Three runs: a TensorFlow-style run with a GPU, memory and tf.data
-(one host per payload, named by its file), a JAX GPU run (jitted functions), and a real capture
-whose file is called `=cmd|' -C calc'!A0.xplane.pb`. Every table of every view the registry
-has is fetched from the `data_csv` route for every host it offers and from `tb-profile view
---csv`; no cell may start a formula, each hostile cell comes back with a leading quote.
+Profiles name things however their writer likes. Here every name a table can show (op names and
+types, kernels, HLO modules and ops, memory op/region/shape, plane and line names, tf.data
+iterators, tf.functions, host names from file names) is a formula-leading payload (OWASP's
+list: `=`, `+`, `-`, `@`, tab, CR). Three runs: a TensorFlow-style run with a GPU, memory and
+tf.data (one host per payload, named by its file), a JAX GPU run (jitted functions), and a real
+capture whose file is called `=cmd|' -C calc'!A0.xplane.pb`. Every table of every view the
+registry has is fetched from the `data_csv` route for every host it offers and from `tb-profile
+view --csv`; no cell may start a formula, each hostile cell comes back with a leading quote.
 """
 
 from __future__ import annotations
