@@ -22,7 +22,10 @@ With `--trace PATH`: the trace viewer's window queries, the every-1-ms-window ch
 the reference's `trace_viewer@`, and a 10M-event synthetic profile served by a real TensorBoard
 (scripts/bench_trace.py).
 With `--hosts N` (no path): one synthetic host vs N hosts analysed in parallel, wall time and
-peak memory of the process tree (scripts/bench_hosts.py).
+peak memory of the process tree (scripts/bench_hosts.py). With `--hosts N --capture FILE`: N
+links of a real capture, cold ALL_HOSTS pod viewer and overview on the local pool, a 2-worker
+Dask cluster and the reference (`--reference-python`), server and tree peak RSS, load average
+(`--engines`, `--views` choose; docs/cluster.md has the figures).
 Prints one JSON object; `--json-out F` also writes it to F.
 """
 
@@ -144,6 +147,13 @@ def main() -> int:
     parser.add_argument("--code", type=Path, help="with --server: the checkout to run")
     parser.add_argument("--scheduler", help="with --server: a Dask scheduler address")
     parser.add_argument("--steps", type=int, default=400, help="with --server: steps per host")
+    parser.add_argument("--capture", type=Path,
+                        help="with --hosts: N links of this real capture, cold ALL_HOSTS views "
+                        "per engine (scripts/bench_hosts.py real_mode)")
+    parser.add_argument("--engines", default="local,dask,reference",
+                        help="with --capture: engines to measure (local, dask, reference)")
+    parser.add_argument("--views", default="pod_viewer,overview_page",
+                        help="with --capture: ALL_HOSTS views to measure")
     parser.add_argument("--trace", action="store_true",
                         help="trace viewer mode: window queries on PATH (scripts/bench_trace.py)")
     parser.add_argument("--trace-synthetic-events", type=int, default=10_000_000,
@@ -163,10 +173,14 @@ def main() -> int:
         return 0
     if args.hosts:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_hosts import run, server_mode
+        from bench_hosts import real_mode, run, server_mode
 
-        result = (server_mode(args.hosts, args.code, args.scheduler, args.steps) if args.server
-                  else run(args.hosts))
+        if args.capture:
+            result = real_mode(_find(args.capture), args.hosts, args.engines.split(","),
+                               args.views.split(","), args.reference_python)
+        else:
+            result = (server_mode(args.hosts, args.code, args.scheduler, args.steps)
+                      if args.server else run(args.hosts))
         text = json.dumps(result, indent=2)
         print(text)
         if args.json_out:

@@ -21,6 +21,22 @@ viewer and overview, cold (disk cache off); it reports each route's seconds, the
 process's own peak RSS (VmHWM) and the process tree's (Dask workers are not in the tree).
 `--code` runs another checkout of the package (a `git worktree` of an older commit) to compare
 before and after.
+
+`real_mode(capture, N)` (`scripts/bench.py --hosts N --capture FILE [--engines ...]`): real-size
+hosts, N hard links of one real capture under distinct host names. For each engine and each
+view (ALL_HOSTS pod viewer, overview), cold: a fresh server process with an empty disk cache
+answers `run_tools`, `hosts` and the view (`seconds` is the three together, what a page load
+waits for; `view_s` the data route alone); engines:
+
+  local       the local process pool (CPU-count workers, forkserver)
+  dask        a Dask cluster started fresh for each figure: `dask scheduler` and 2
+              `dask worker --nthreads 1` processes on 127.0.0.1, each with an empty cache
+  reference   xprof (`--reference-python`, xprof 2.24.2) `xspace_to_tool_data` given all N
+              paths, `ALL_HOSTS` as its multi-host tools are, no saved results
+
+Peak RSS: the server process's own (VmHWM) and the whole tree's, sampled every 10 ms over the
+server and its children plus, for Dask, the scheduler and workers (their trees). Each figure
+carries the 1-minute load average before and after it (the machine is shared).
 """
 
 from __future__ import annotations
@@ -123,25 +139,8 @@ def _tree_rss_kb(root_pid: int) -> int:
 def _measure(mode: str, run_dir: Path, argv: list[str] | None = None) -> dict[str, Any]:
     env = dict(os.environ, TB_PROFILE_CACHE_DIR="off")
     argv = argv or ["-c", _CHILD, str(ROOT), mode, str(run_dir)]
-    proc = subprocess.Popen([sys.executable, *argv], env=env, stdout=subprocess.PIPE, text=True)
-    peak_kb = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak_kb
-        while not done.is_set():
-            peak_kb = max(peak_kb, _tree_rss_kb(proc.pid))
-            time.sleep(0.01)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    out, _ = proc.communicate()
-    done.set()
-    sampler.join()
-    if proc.returncode:
-        raise SystemExit(f"bench child {mode} failed ({proc.returncode})")
-    result = json.loads(out.strip().splitlines()[-1])
-    result["peak_rss_mb"] = peak_kb / 1024
+    result = _sampled([sys.executable, *argv], env, [])
+    result["peak_rss_mb"] = result.pop("tree_peak_rss_mb")
     return result
 
 
@@ -178,9 +177,9 @@ def server_mode(num_hosts: int, code: Path | None = None, scheduler: str | None 
 
 
 def run(num_hosts: int) -> dict[str, object]:
+    plans = _plans(num_hosts)  # puts the checkout on the import path
     from tests import pod_runs
 
-    plans = _plans(num_hosts)
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "session"
         paths = pod_runs.write_run(run_dir, plans)
@@ -196,3 +195,169 @@ def run(num_hosts: int) -> dict[str, object]:
         "all_hosts_common_steps": everything["steps"],
         "serial_hosts_s": serial["seconds"], "serial_hosts_peak_rss_mb": serial["peak_rss_mb"],
     }
+
+
+_REAL_SERVER_CHILD = r"""
+import argparse, json, sys, time
+sys.path.insert(0, sys.argv[1])
+logdir, run, scheduler, view = sys.argv[2], sys.argv[3], sys.argv[4] or None, sys.argv[5]
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+from tb_profile_plugin.plugin import ProfilePlugin
+
+def main():
+    flags = argparse.Namespace(profile_scheduler=scheduler)
+    apps = ProfilePlugin(base_plugin.TBContext(logdir=logdir, flags=flags)).get_plugin_apps()
+    seconds = {}
+    t0 = time.perf_counter()
+    for name, route, query in [
+            ("run_tools", "/run_tools", {"run": run}),
+            ("hosts", "/hosts", {"run": run, "tag": view}),
+            ("view", "/data", {"run": run, "tag": view, "host": "ALL_HOSTS"})]:
+        t = time.perf_counter()
+        response = Client(apps[route]).get("/", query_string=query)
+        assert response.status_code == 200, response.get_data()[:300]
+        seconds[name] = time.perf_counter() - t
+    total = time.perf_counter() - t0
+    hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status")
+                  if line.startswith("VmHWM:"))
+    print(json.dumps({"seconds": total, "view_s": seconds["view"], "routes_s": seconds,
+                      "server_peak_rss_mb": hwm_kb / 1024}))
+
+if __name__ == "__main__":
+    main()
+"""
+
+_REAL_REFERENCE_CHILD = r"""
+import glob, json, sys, time
+from xprof.convert import raw_to_tool_data
+session, tool = sys.argv[1], sys.argv[2]
+paths = sorted(glob.glob(session + "/*.xplane.pb"))
+t = time.perf_counter()
+data, _ = raw_to_tool_data.xspace_to_tool_data(paths, tool, {"use_saved_result": False})
+seconds = time.perf_counter() - t
+assert data, "the reference returned no document"
+hwm_kb = next(int(line.split()[1]) for line in open("/proc/self/status")
+              if line.startswith("VmHWM:"))
+print(json.dumps({"seconds": seconds, "view_s": seconds, "server_peak_rss_mb": hwm_kb / 1024,
+                  "document_bytes": len(data)}))
+"""
+
+
+def _load() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def _sampled(argv: list[str], env: dict[str, str], also: list[int]) -> dict[str, Any]:
+    """Run `argv`, sampling the peak RSS of its tree plus the trees of `also` (pids)."""
+    load_before = _load()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    peak_kb = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_kb
+        while not done.is_set():
+            peak_kb = max(peak_kb, sum(_tree_rss_kb(pid) for pid in [proc.pid, *also]))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    out, _ = proc.communicate()
+    done.set()
+    sampler.join()
+    if proc.returncode:
+        raise SystemExit(f"bench child {argv[:3]} failed ({proc.returncode})")
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    result.update(tree_peak_rss_mb=peak_kb / 1024, load_before=load_before, load_after=_load())
+    return result
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start_dask(tmp: Path, env: dict[str, str]) -> tuple[str, list[subprocess.Popen[bytes]]]:
+    """A fresh scheduler and two one-thread workers (empty caches) on 127.0.0.1."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = [sys.executable, "-m", "dask"]
+    procs = [subprocess.Popen([*dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)]
+    for k in range(2):
+        procs.append(subprocess.Popen(
+            [*dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard",
+             "--host", "127.0.0.1"], cwd=tmp, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**env, "TB_PROFILE_CACHE_DIR": str(tmp / f"worker_cache{k}")}))
+    from distributed import Client
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with Client(address, timeout=5, set_as_default=False) as client:
+                client.wait_for_workers(2, timeout=max(1.0, deadline - time.monotonic()))
+            return address, procs
+        except (OSError, TimeoutError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in reversed(procs):
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _links(capture: Path, session: Path, copies: int) -> None:
+    session.mkdir(parents=True)
+    for k in range(copies):
+        os.link(capture, session / f"host_{k:03d}.xplane.pb")
+
+
+def real_mode(capture: Path, copies: int, engines: list[str], views: list[str],
+              reference_python: str | None) -> dict[str, Any]:
+    """Cold ALL_HOSTS views on `copies` links of a real capture (see the module docstring)."""
+    figures: list[dict[str, Any]] = []
+    base_env = {k: v for k, v in os.environ.items() if k != "TB_PROFILE_SCHEDULER"}
+    for engine in engines:
+        for view in views:
+            with tempfile.TemporaryDirectory(dir=capture.parent) as tmp_name:
+                tmp = Path(tmp_name)
+                session = tmp / "logdir" / "plugins" / "profile" / "session"
+                _links(capture, session, copies)
+                env = {**base_env, "TB_PROFILE_CACHE_DIR": str(tmp / "server_cache")}
+                if engine == "reference":
+                    if not reference_python:
+                        raise SystemExit("the reference engine needs --reference-python")
+                    result = _sampled([reference_python, "-c", _REAL_REFERENCE_CHILD,
+                                       str(session), view], env, [])
+                else:
+                    procs: list[subprocess.Popen[bytes]] = []
+                    address = ""
+                    if engine == "dask":
+                        address, procs = _start_dask(tmp, env)
+                    script = tmp / "serve.py"  # a main module with a guard, like tensorboard's
+                    script.write_text(_REAL_SERVER_CHILD)
+                    try:
+                        result = _sampled(
+                            [sys.executable, str(script), str(ROOT), str(tmp / "logdir"),
+                             "session", address, view], env, [p.pid for p in procs])
+                    finally:
+                        _stop(procs)
+                figure = {"engine": engine, "view": view, **result}
+                print(json.dumps(figure), file=sys.stderr, flush=True)
+                figures.append(figure)
+    return {"capture": str(capture), "capture_mb": capture.stat().st_size / 2**20,
+            "hosts": copies, "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
+            "figures": figures}
