@@ -7,7 +7,10 @@ from a producer's raw stats:
 * **Steps**: one event per step, from the first to the last device event of that step. The
   step of a device event is its `group_id` stat when the file has one, else the group the
   event forest (analysis/forest.py: host step roots reach kernels through `correlation_id`)
-  gives it; the event is named by the step number.
+  gives it; the event is named by the step number. A profile without step markers whose steps
+  are the executions of its jitted step function (analysis/execution_steps.py, the overview's
+  rule "executions") has those steps: a device event belongs to the step whose span (one
+  execution's start to the next's) holds its start, numbered as the overview numbers them.
 * **XLA Modules**: one event per execution of an XLA program, named by its canonical module.
   The executions are analysis/xla_executions.py's (the same the jitted-functions table and
   the execution steps count): delimited by `run_id`, else by the host-side call that launched
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable, build_event_table
+from tb_profile_plugin.analysis.execution_steps import dominant_module, step_spans
 from tb_profile_plugin.analysis.profile_cache import profile_forest
 from tb_profile_plugin.analysis.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
@@ -142,6 +146,8 @@ def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrac
         plane_rows = np.flatnonzero(full.plane_index == plane_index)
         group = forest.group_id[plane_rows]
         step_num = forest.step_num
+        if not np.any(group >= 0):
+            group, step_num = _execution_step_of(profile, table), None
     events = np.flatnonzero(group >= 0)
     if len(events) == 0:
         return None
@@ -150,6 +156,19 @@ def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrac
     labels = keys if step_num is None else step_num[keys]
     texts = [str(int(v)) for v in labels]
     return DerivedTrack(STEPS, start, end, np.arange(len(texts)), texts, first, table)
+
+
+def _execution_step_of(profile: Profile, table: EventTable) -> np.ndarray:
+    """Per event: its step when the steps are the dominant jitted function's executions
+    (their spans, aligned across devices), -1 outside them or without such steps."""
+    executions = profile_executions(profile)
+    module = dominant_module(executions)
+    if module is None:
+        return np.full(len(table), -1, np.int64)
+    begin, finish, _ = step_spans(executions, module)
+    slot = np.searchsorted(begin, table.start_ps, side="right") - 1
+    inside = (slot >= 0) & (table.start_ps < finish[np.maximum(slot, 0)])
+    return np.where(inside, slot, -1).astype(np.int64)
 
 
 def _runs(table: EventTable, by_time: np.ndarray, title: str, key: np.ndarray,

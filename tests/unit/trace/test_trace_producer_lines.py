@@ -9,7 +9,9 @@ for the names the producer did not write; derived op runs never merge across exe
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from tb_profile_plugin.analysis.host_analysis import analyze
 from tb_profile_plugin.tools.profile_info import _line_row
 from tb_profile_plugin.trace.details import event_details
 from tb_profile_plugin.trace.index import TraceIndex, build_index
@@ -120,8 +122,11 @@ def test_jax_gpu_tracks_without_run_id_split_at_the_argument_copy() -> None:
     index = build_index(decode_xspace(_jax_space(None, second_at=100)))
     gpu = "/device:GPU:0"
     assert _threads(index, gpu) == [
-        ("XLA Modules", True), ("Framework Ops", True), ("XLA Ops", True),
+        ("Steps", True), ("XLA Modules", True), ("Framework Ops", True), ("XLA Ops", True),
         ("Stream #1(Kernel)", False), ("Stream #2(MemcpyH2D)", False)]
+    # No step marker: jit_f's two executions are the steps, each from one call's start to the
+    # next's; step 0 holds the argument copy at 60-62 us.
+    assert _events(index, gpu, "Steps") == [("0", 0, 62), ("1", 100, 125)]
     assert _events(index, gpu, "XLA Modules") == [("jit_f", 0, 25), ("jit_f", 100, 125)]
     runs = [("jit(f)/dot_general", 0, 12), ("jit(f)/add", 14, 17), ("jit(f)/dot_general", 18, 25)]
     # The last op of the first execution is the first of the second: still two runs.
@@ -130,7 +135,7 @@ def test_jax_gpu_tracks_without_run_id_split_at_the_argument_copy() -> None:
     hlo = [("dot.1", 0, 12), ("add.2", 14, 17), ("dot.1", 18, 25)]
     assert _events(index, gpu, "XLA Ops") == hlo + [
         (name, start + 100, end + 100) for name, start, end in hlo]
-    assert index.num_derived_events == 2 + 6 + 6
+    assert index.num_derived_events == 2 + 2 + 6 + 6
     assert not any("XlaModule" in index.names[int(i)] for i in np.unique(index.name_id))
 
 
@@ -164,7 +169,7 @@ def test_real_jax_gpu_capture_modules_split_per_execution() -> None:
     assert len(gpus) == 8
     for process in gpus:
         names = [t.name for t in process.threads]
-        assert names[:3] == ["XLA Modules", "Framework Ops", "XLA Ops"]
+        assert names[:4] == ["Steps", "XLA Modules", "Framework Ops", "XLA Ops"]
         assert "TensorFlow Ops" not in names and names.count("XLA Modules") == 1
     for process in gpus:
         modules = _events(index, process.name, "XLA Modules")
@@ -175,6 +180,29 @@ def test_real_jax_gpu_capture_modules_split_per_execution() -> None:
         assert max(end - start for _, start, end in modules) < 2_000  # us; the capture is 95 ms
     assert [(start, end) for _, start, end in _events(index, "/device:GPU:0", "XLA Modules")] \
         == [(45319, 46151), (62309, 63348), (88473, 89788), (92625, 93378), (138207, 140045)]
+
+
+@pytest.mark.parametrize("fixture", ["jax_gpu_conv", "jax_gpu_attention"])
+def test_real_jax_gpu_steps_track_shows_the_overviews_execution_steps(fixture: str) -> None:
+    """No step markers: the steps are the jitted step function's executions (the overview's
+    rule "executions"); every GPU draws them, numbered as the overview numbers them, each bar
+    from the GPU's first to its last event of that step."""
+    path = next((DATA_DIR / fixture).glob("plugins/profile/*/*.xplane.pb"))
+    profile = decode_xspace(path.read_bytes())
+    steps = analyze(profile).steps
+    assert analyze(profile).root_rule == "executions" and len(steps) == 5
+    begin = steps.begin_ps.tolist()
+    next_begin = [*begin[1:], begin[-1] + int(steps.duration_ps[-1])]
+    index = build_index(profile)
+    gpus = [p.name for p in index.processes if p.name.startswith("/device:GPU:")]
+    assert gpus
+    for gpu in gpus:
+        assert [t.name for t in next(p for p in index.processes if p.name == gpu).threads
+                ].count("Steps") == 1
+        bars = _events(index, gpu, "Steps")
+        assert [name for name, _, _ in bars] == [str(n) for n in steps.step_num.tolist()]
+        for (_, start_us, _), lo_ps, hi_ps in zip(bars, begin, next_begin, strict=True):
+            assert lo_ps // US <= start_us < hi_ps // US + 1
 
 
 # --------------------------------------------------------------------------------------------
