@@ -41,6 +41,7 @@ from tb_profile_plugin.analysis.host_facts import (
     unreadable_facts,
 )
 from tb_profile_plugin.errors import EngineUnavailable, NotFound, UnreadableProfile
+from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.xspace.store import ProfileStore, stat_profile
 
 CACHE_ENTRIES = 2048
@@ -105,7 +106,7 @@ def run_on_executor(
                 if index not in results:
                     futures[index] = pool.submit(task, worker_path(path))
             for index, future in futures.items():
-                results[index] = future.result()
+                results[index] = _result(future)
                 on_done(index)
             break
         except BrokenProcessPool:
@@ -129,6 +130,21 @@ def run_on_executor(
             for future in futures.values():
                 future.cancel()
     return [results[index] for index in range(len(paths))]
+
+
+#: A request waiting for a worker looks at its budget this often (request_budget.py).
+WAIT_POLL_SECONDS = 0.25
+
+
+def _result(future: Future[T]) -> T:
+    """The future's result; meanwhile the request's budget is checked, so a request past its
+    time or left by its client stops waiting (its pending hosts are then cancelled)."""
+    while True:
+        checkpoint()
+        try:
+            return future.result(timeout=WAIT_POLL_SECONDS)
+        except TimeoutError:  # concurrent.futures' and Dask's (builtin since Python 3.11)
+            continue
 
 
 def _per_host(
