@@ -7,6 +7,7 @@ wire format is in docs/api.md ("trace_viewer"), the design in docs/trace_viewer.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,15 @@ from tb_profile_plugin.tools.registry import (
     register,
 )
 from tb_profile_plugin.trace.details import event_details, search
+from tb_profile_plugin.trace.host_budget import (
+    TRACE_BYTES_PER_FILE_BYTE,
+    bytes_text,
+    hosts_that_fit,
+    memory_bound_bytes,
+)
 from tb_profile_plugin.trace.window import TraceSet, trace_set, visible_events
+from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.store import MEMORY_CACHE_ENV
 
 NAME = "trace_viewer"
 VERSION = 1
@@ -48,9 +57,24 @@ def _processes(trace: TraceSet) -> list[dict[str, Any]]:
     return out
 
 
+def _shown(request: ViewRequest) -> tuple[Mapping[str, Profile], list[str]]:
+    """The hosts the trace shows (ALL_HOSTS: those the memory bound holds,
+    trace/host_budget.py) and the hosts left out."""
+    if len(request.profiles) <= 1 or not request.paths:
+        return request.profiles, []
+    paths = {h: request.paths[h] for h in request.profiles if h in request.paths}
+    shown, left_out = hosts_that_fit(paths)
+    return {h: request.profiles[h] for h in shown}, left_out
+
+
+def _trace(request: ViewRequest) -> TraceSet:
+    return trace_set(_shown(request)[0])
+
+
 def build(request: ViewRequest) -> dict[str, Any]:
     params = request.params
-    trace = trace_set(request.profiles)
+    profiles, not_shown = _shown(request)
+    trace = trace_set(profiles)
     span_ms = trace.end_ps / _PS_PER_MS
     start_ms = float_param(params, "start_time_ms")
     end_ms = float_param(params, "end_time_ms")
@@ -121,6 +145,13 @@ def build(request: ViewRequest) -> dict[str, Any]:
             diagnostics.info.append(
                 f"{h.host}: {h.index.num_derived_events} events on derived device tracks "
                 "(Steps, TensorFlow Ops, XLA Ops) made from the kernels")
+    if not_shown:
+        diagnostics.warnings.append(
+            f"{len(trace.hosts)} of {len(trace.hosts) + len(not_shown)} hosts shown: the "
+            "trace of every host would not fit the server's memory bound "
+            f"({MEMORY_CACHE_ENV} = {bytes_text(memory_bound_bytes())}; a host's trace "
+            f"holds about {TRACE_BYTES_PER_FILE_BYTE} times its file); not shown: "
+            f"{', '.join(not_shown)}. Open a host alone to see its trace, or raise the bound")
     if trace.combined and trace.aligned:
         diagnostics.info.append(
             f"{len(trace.hosts)} hosts on one time axis, aligned by absolute time")
@@ -144,6 +175,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         strings=list(strings),
         events=events,
         density=blocks_doc,
+        hosts_not_shown=not_shown,
     )
 
 
@@ -152,13 +184,13 @@ def event(request: ViewRequest) -> dict[str, Any]:
     event_id = int_param(request.params, "event_id", None)
     if event_id is None:
         raise BadRequest("the event_id parameter is missing")
-    return event_details(trace_set(request.profiles), event_id)
+    return event_details(_trace(request), event_id)
 
 
 def search_route(request: ViewRequest) -> dict[str, Any]:
     """The `trace_search` route: match K of a case-insensitive name search."""
     return search(
-        trace_set(request.profiles), request.params.get("q", ""),
+        _trace(request), request.params.get("q", ""),
         int_param(request.params, "index", None), float_param(request.params, "from_us"),
     )
 
