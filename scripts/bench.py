@@ -26,6 +26,10 @@ peak memory of the process tree (scripts/bench_hosts.py). With `--hosts N --capt
 links of a real capture, cold ALL_HOSTS pod viewer and overview on the local pool, a 2-worker
 Dask cluster and the reference (`--reference-python`), server and tree peak RSS, load average
 (`--engines`, `--views` choose; docs/cluster.md has the figures).
+With `--scale [PATH]`: 1M, 10M and 20M-event captures made from the real capture PATH (default
+/tmp/tbp_large), "longer" (repeated in time) and "wider" (repeated as more threads), written once
+under `--scratch`; overview, tensorflow_stats and the trace's first window cold (and reopened
+from the disk cache), time and peak RSS, beside the reference's (scripts/bench_scale.py).
 Prints one JSON object; `--json-out F` also writes it to F.
 """
 
@@ -158,7 +162,33 @@ def main() -> int:
                         help="trace viewer mode: window queries on PATH (scripts/bench_trace.py)")
     parser.add_argument("--trace-synthetic-events", type=int, default=10_000_000,
                         help="with --trace: events of the synthetic profile served (0: skip)")
+    parser.add_argument("--scale", action="store_true",
+                        help="10M/20M-event captures from PATH (scripts/bench_scale.py)")
+    parser.add_argument("--scratch", type=Path, default=Path("/tmp/tbp_scale"),
+                        help="with --scale: where the captures are written (and reused)")
+    parser.add_argument("--captures", default="1m,2.3m,10m_longer,10m_wider,20m_longer,20m_wider",
+                        help="with --scale: captures to measure")
+    parser.add_argument("--works", default="overview,tensorflow_stats,trace",
+                        help="with --scale: what to measure on each capture")
+    parser.add_argument("--reference-captures", default="1m,2.3m,10m_longer,10m_wider,"
+                        "20m_longer,20m_wider", help="with --scale: captures the reference runs on")
+    parser.add_argument("--reference-timeout", type=float, default=300.0,
+                        help="with --scale: seconds a reference run may take (capped beyond)")
     args = parser.parse_args()
+    if args.scale:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_scale import run as run_scale
+
+        result = run_scale(_find(args.path or Path("/tmp/tbp_large")), args.scratch,
+                           args.captures.split(","), args.works.split(","),
+                           args.reference_python, args.reference_timeout,
+                           set(args.reference_captures.split(",")))
+        print(result["table"], file=sys.stderr)
+        text = json.dumps(result, indent=2)
+        print(text)
+        if args.json_out:
+            args.json_out.write_text(text + "\n")
+        return 0
     if args.trace:
         if args.path is None:
             parser.error("--trace needs a path")
