@@ -117,7 +117,7 @@ def test_a_request_over_its_time_is_a_503_with_a_sentence(
 
 def test_an_all_hosts_request_over_its_time_stops_waiting_for_the_workers(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_executors: None) -> None:
-    """48 real hosts (the two-host capture copied), no disk cache, two local workers: past
+    """160 real hosts (the two-host capture copied), no disk cache, two local workers: past
     its time the request stops waiting for the hosts (503) instead of answering when all are
     done, and the pool still serves the next request."""
     from tensorboard.plugins import base_plugin
@@ -133,22 +133,22 @@ def test_an_all_hosts_request_over_its_time_stops_waiting_for_the_workers(
     session = tmp_path / "logdir" / "pod" / "plugins" / "profile" / "2026_01_01_00_00_00"
     session.mkdir(parents=True)
     files = sorted(session_dir("two_hosts").glob("*.xplane.pb"))
-    for k in range(48):
-        (session / f"h{k:02d}.xplane.pb").write_bytes(files[k % 2].read_bytes())
+    for k in range(160):  # seconds of work for two workers, whatever the machine
+        (session / f"h{k:03d}.xplane.pb").write_bytes(files[k % 2].read_bytes())
     apps = ProfilePlugin(base_plugin.TBContext(logdir=str(tmp_path / "logdir"))).get_plugin_apps()
     query = {"run": "pod/2026_01_01_00_00_00", "tag": "pod_viewer", "host": "ALL_HOSTS"}
 
-    monkeypatch.setenv("TB_PROFILE_REQUEST_SECONDS", "1")
+    monkeypatch.setenv("TB_PROFILE_REQUEST_SECONDS", "0.5")
     started = time.monotonic()
     response = Client(apps["/data"]).get("/", query_string=query)
     stopped_after_s = time.monotonic() - started
     assert response.status_code == 503, response.get_data()[:300]
-    assert b"over the 1 s limit (TB_PROFILE_REQUEST_SECONDS)" in response.get_data()
-    assert stopped_after_s < 3.0, f"answered after {stopped_after_s:.1f} s"
+    assert b"over the 0.5 s limit (TB_PROFILE_REQUEST_SECONDS)" in response.get_data()
+    assert stopped_after_s < 2.5, f"answered after {stopped_after_s:.1f} s"
 
     monkeypatch.delenv("TB_PROFILE_REQUEST_SECONDS")
     started = time.monotonic()
     response = Client(apps["/data"]).get("/", query_string=query)
     full_s = time.monotonic() - started
     assert response.status_code == 200, response.get_data()[:300]
-    assert full_s > stopped_after_s  # the whole request takes longer than where it stopped
+    assert full_s > stopped_after_s, (full_s, stopped_after_s)  # it stopped before the end
