@@ -5,10 +5,12 @@
     tb-profile summary PATH [--host H] [--json]  the overview of a profile, for a terminal
     tb-profile view PATH VIEW [--json|--csv]   a view's JSON document or one of its tables
     tb-profile diff A B [--json]               what changed between two profiles
+    tb-profile diff A B --fail-if-slower PCT   ... and exit 7 when B's step time is > PCT % slower
     (PATH: a logdir, a run directory or an .xplane.pb)
 
 Exit codes: 0 success, 2 usage error, 3 no profile found, 4 unreadable profile,
-6 the Dask scheduler (--scheduler, TB_PROFILE_SCHEDULER) cannot be reached.
+6 the Dask scheduler (--scheduler, TB_PROFILE_SCHEDULER) cannot be reached, 7 `diff
+--fail-if-slower`: slower than allowed, 8 `diff --fail-if-slower`: a side has no steps.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
-"""`tb-profile diff A B [--host H | --host-a H --host-b H] [--json]`: what changed from A to B.
+"""`tb-profile diff A B [--host H | --host-a H --host-b H] [--json] [--fail-if-slower PCT]`: what
+changed from A to B.
 
 A and B are each a logdir (its newest run), a run directory or an `.xplane.pb`. Prints the
 one-line conclusion, the average step time and each category (A, B, change in ms and %), the
 verdict before and after, the ops whose self time changed most (new and vanished ops marked)
 and both sides' diagnostics; `--json` prints the `compare` route's document (tools/compare.py
 computes both). Hosts are matched by name; two several-host runs are compared over ALL_HOSTS.
+`--fail-if-slower PCT` gates on the average step time (commands/gate.py: exit 7 slower, 8 no
+steps, one line on stderr).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import sys
 from typing import Any
 
+from tb_profile_plugin.commands.gate import add_gate_argument, gate
 from tb_profile_plugin.commands.output import Style, colour_wanted, to_json
 from tb_profile_plugin.commands.profiles import add_scheduler_argument, locate, use_scheduler
 from tb_profile_plugin.commands.progress import Progress
@@ -31,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-a", default=None, help="the host of A (default: matched by name)")
     parser.add_argument("--host-b", default=None, help="the host of B (default: matched by name)")
     parser.add_argument("--json", action="store_true", help="print the compare document")
+    add_gate_argument(parser)
     add_scheduler_argument(parser)
 
 
@@ -51,7 +56,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(to_json(doc) + "\n")
     else:
         sys.stdout.write(render(doc, Style(colour_wanted(sys.stdout))))
-    return 0
+    if args.fail_if_slower is None:
+        return 0
+    sys.stdout.flush()
+    code, line = gate(doc, args.fail_if_slower)
+    print(f"tb-profile: {line}", file=sys.stderr)
+    return code
 
 
 def _signed(value: float, digits: int) -> str:
