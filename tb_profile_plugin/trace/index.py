@@ -181,8 +181,8 @@ class _Track:
     start_ps: np.ndarray
     end_ps: np.ndarray
     name_id: np.ndarray
-    source_line: np.ndarray
-    source_row: np.ndarray
+    source_line: np.ndarray | int  # one line's position for a line's own events
+    source_row: np.ndarray | None  # None: the events' own rows (a line's events)
     derived: bool
 
 
@@ -192,7 +192,7 @@ class _Names:
 
     def ids(self, texts: list[str]) -> np.ndarray:
         return np.array([self.index.setdefault(t, len(self.index)) for t in texts] + [-1],
-                        np.int64)
+                        np.int32)
 
 
 def build_index(profile: Profile) -> TraceIndex:
@@ -218,12 +218,10 @@ def build_index(profile: Profile) -> TraceIndex:
             name_id = local[rows]
             if np.any(name_id < 0):
                 name_id = np.where(name_id < 0, names.ids([unknown])[0], name_id)
-            n = len(line.events)
             start = line.events.start_ps
             tracks.append(_Track(
                 line.label, start, start + line.events.duration_ps, name_id,
-                np.full(n, line_position[id(line)], np.int32), np.arange(n, dtype=np.int64),
-                False,
+                line_position[id(line)], None, False,
             ))
         # The producer's own lines (TF <= 2.4: Steps, TensorFlow Ops, ...) are shown once:
         # a track is derived only where no line of that name exists.
@@ -252,45 +250,59 @@ def _assemble(
     profile: Profile, per_process: list[tuple[Plane, int, list[_Track]]], names: list[str],
     lines: list[tuple[int, Line]],
 ) -> TraceIndex:
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
-        "start", "end", "max_end", "name", "depth", "line", "row")}
+    """The columns of every track, in storage order: each track's events gathered once, by
+    (depth, start), straight into the index's columns (no per-track copies joined later)."""
+    n = sum(len(t.start_ps) for _, _, tracks in per_process for t in tracks)
+    start_ps = np.empty(n, np.int64)
+    end_ps = np.empty(n, np.int64)
+    max_end_ps = np.empty(n, np.int64)
+    name_id = np.empty(n, np.int32)
+    depth_col = np.empty(n, np.int32)
+    source_line = np.empty(n, np.int32)
+    source_row = np.empty(n, np.int64)
     processes: list[Process] = []
     flat: list[Thread] = []
     track_sizes: list[int] = []
     segment_sizes: list[np.ndarray] = []
     segment_track: list[np.ndarray] = []
     num_derived = 0
+    at = 0
     for pid, (plane, p_index, tracks) in enumerate(per_process, start=1):
         threads = []
         for tid, t in enumerate(tracks, start=1):
+            checkpoint()
             order, depth = depth_order(t.start_ps, t.end_ps)
-            start, end = t.start_ps[order], t.end_ps[order]
-            counts = np.bincount(depth, minlength=1) if len(depth) else np.zeros(0, np.int64)
-            bounds = np.concatenate([[0], np.cumsum(counts)])
-            max_end = end.copy()
+            size = len(order)
+            here = slice(at, at + size)
+            at += size
+            np.take(t.start_ps, order, out=start_ps[here], mode="clip")
+            np.take(t.end_ps, order, out=end_ps[here], mode="clip")
+            np.take(t.name_id, order, out=name_id[here], mode="clip")
+            depth_col[here] = depth
+            if isinstance(t.source_line, int):
+                source_line[here] = t.source_line
+            else:
+                np.take(t.source_line, order, out=source_line[here], mode="clip")
+            if t.source_row is None:
+                source_row[here] = order
+            else:
+                np.take(t.source_row, order, out=source_row[here], mode="clip")
+            counts = np.bincount(depth, minlength=1) if size else np.zeros(0, np.int64)
+            bounds = at - size + np.concatenate([[0], np.cumsum(counts)])
+            max_end_ps[here] = end_ps[here]
             for d in range(len(counts)):
-                seg = max_end[bounds[d] : bounds[d + 1]]
+                seg = max_end_ps[bounds[d] : bounds[d + 1]]
                 np.maximum.accumulate(seg, out=seg)
-            cols["start"].append(start)
-            cols["end"].append(end)
-            cols["max_end"].append(max_end)
-            cols["name"].append(t.name_id[order].astype(np.int32))
-            cols["depth"].append(depth)
-            cols["line"].append(t.source_line[order])
-            cols["row"].append(t.source_row[order])
-            thread = Thread(tid, t.name, tid - 1, int(depth.max()) if len(depth) else 0,
-                            len(start), len(flat), t.derived)
+            thread = Thread(tid, t.name, tid - 1, int(depth.max()) if size else 0,
+                            size, len(flat), t.derived)
             threads.append(thread)
             segment_sizes.append(counts)
             segment_track.append(np.full(len(counts), len(flat), np.int32))
             flat.append(thread)
-            track_sizes.append(len(start))
-            num_derived += len(start) if t.derived else 0
+            track_sizes.append(size)
+            num_derived += size if t.derived else 0
+            del order, depth
         processes.append(Process(pid, plane.name, pid - 1, p_index, threads))
-
-    def cat(key: str, dtype: type) -> np.ndarray:
-        parts = cols[key]
-        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
     sizes = np.concatenate(segment_sizes) if segment_sizes else np.zeros(0, np.int64)
     return TraceIndex(
@@ -299,13 +311,13 @@ def _assemble(
         tracks=flat,
         track_bounds=np.concatenate([[0], np.cumsum(np.array(track_sizes, np.int64))]),
         names=names,
-        start_ps=cat("start", np.int64),
-        end_ps=cat("end", np.int64),
-        max_end_ps=cat("max_end", np.int64),
-        name_id=cat("name", np.int32),
-        depth=cat("depth", np.int32),
-        source_line=cat("line", np.int32),
-        source_row=cat("row", np.int64),
+        start_ps=start_ps,
+        end_ps=end_ps,
+        max_end_ps=max_end_ps,
+        name_id=name_id,
+        depth=depth_col,
+        source_line=source_line,
+        source_row=source_row,
         segment_bounds=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
         segment_track=(np.concatenate(segment_track) if segment_track
                        else np.zeros(0, np.int32)),
@@ -315,5 +327,17 @@ def _assemble(
     )
 
 
-#: The index of a profile, built once (concurrent callers wait for one build).
-trace_index = per_profile(build_index)
+def _load_or_build(profile: Profile) -> TraceIndex:
+    """The index from the disk cache (trace/index_cache.py), else built and written there."""
+    from tb_profile_plugin.trace import index_cache  # it imports this module
+
+    index = index_cache.load(profile)
+    if index is None:
+        index = build_index(profile)
+        index_cache.save(index)
+    return index
+
+
+#: The index of a profile, built once (concurrent callers wait for one build), kept in the disk
+#: cache beside the profile's columns.
+trace_index = per_profile(_load_or_build)

@@ -24,6 +24,10 @@ into memory (so a later truncation of the file cannot fault the process, as a ma
 checks the MAC, then wraps each array with `numpy.frombuffer` (read-only, no parsing of the
 columns) and checks that the columns fit together. Nothing is unpickled. Any failure is a miss:
 the file is removed and the profile decoded and cached again.
+
+Other results kept beside the columns use the same format through `save_entry`/`load_entry`
+(their own suffix and MAC key): the trace index, `<key>-index<version>.tbpi`
+(trace/index_cache.py).
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -50,6 +55,7 @@ from tb_profile_plugin.xspace import model
 from tb_profile_plugin.xspace.schema import FORMAT_VERSION, StatKind
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CACHE_DIR_ENV = "TB_PROFILE_CACHE_DIR"
 _MAGIC = b"TBPCOLS2"
@@ -111,10 +117,10 @@ def open_regular(path: Path | str) -> int | None:
     return fd
 
 
-def _read_all(fd: int, size: int) -> bytearray | None:
-    """Exactly `size` bytes of `fd` into memory, or None when the file is shorter or longer."""
-    buffer = bytearray(size)
-    view = memoryview(buffer)
+def _read_all(fd: int, size: int) -> memoryview | None:
+    """Exactly `size` bytes of `fd` into memory, or None when the file is shorter or longer
+    (into an uninitialised buffer: a zero-filled one costs a pass over 1 GB entries)."""
+    view = np.empty(size, np.uint8).data.cast("B")
     done = 0
     while done < size:
         got = os.readv(fd, [view[done:]])
@@ -123,7 +129,7 @@ def _read_all(fd: int, size: int) -> bytearray | None:
         done += got
     if os.read(fd, 1):
         return None  # grew since fstat
-    return buffer
+    return view
 
 
 def _checked_dir(directory: Path) -> bytes:
@@ -314,6 +320,17 @@ def _check_rows(stats: model.StatColumns, num_rows: int) -> None:
 
 def save(profile: model.Profile, key: str, directory: Path | None = None) -> Path | None:
     """Write `profile` under `key`; returns the file, or None when it could not be written."""
+    arrays: list[np.ndarray] = []
+    tree = _flatten(dataclasses.replace(profile, decoder="cache"), arrays)
+    return save_entry(key, ".tbpc", {"version": FORMAT_VERSION, "tree": tree}, arrays,
+                      directory)
+
+
+def save_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.ndarray],
+               directory: Path | None = None) -> Path | None:
+    """Writes one entry (`header`, JSON, and `arrays`) as `<key><suffix>` in the file format of
+    the module docstring, MAC keyed by `key`; returns the file, or None when it could not be
+    written (caching off, an unsafe directory, a full disk)."""
     directory = directory or cache_dir()
     if directory is None:
         return None
@@ -322,35 +339,33 @@ def save(profile: model.Profile, key: str, directory: Path | None = None) -> Pat
     except _Refused as exc:
         _warn_once(directory, str(exc))
         return None
-    arrays: list[np.ndarray] = []
-    tree = _flatten(dataclasses.replace(profile, decoder="cache"), arrays)
     table: list[tuple[str, list[int], int]] = []
     offset = 0
     for array in arrays:
         table.append((array.dtype.str, list(array.shape), offset))
         offset += -(-array.nbytes // _ALIGN) * _ALIGN
-    header = json.dumps({"version": FORMAT_VERSION, "tree": tree, "arrays": table}).encode()
-    data_start = -(-(_PREFIX_BYTES + len(header)) // _ALIGN) * _ALIGN
+    header_bytes = json.dumps(dict(header, arrays=table)).encode()
+    data_start = -(-(_PREFIX_BYTES + len(header_bytes)) // _ALIGN) * _ALIGN
     mac = _mac(secret, key)
     tmp_name = ""
     try:
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=_TMP_PREFIX, suffix=".tbpc")
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=_TMP_PREFIX, suffix=suffix)
         with os.fdopen(fd, "wb") as out:
 
-            def write(chunk: bytes) -> None:
+            def write(chunk: bytes | memoryview) -> None:
                 mac.update(chunk)
                 out.write(chunk)
 
             out.write(_MAGIC + b"\0" * _MAC_BYTES)
-            write(len(header).to_bytes(8, "little") + header)
-            write(b"\0" * (data_start - _PREFIX_BYTES - len(header)))
+            write(len(header_bytes).to_bytes(8, "little") + header_bytes)
+            write(b"\0" * (data_start - _PREFIX_BYTES - len(header_bytes)))
             for array in arrays:
-                data = np.ascontiguousarray(array).tobytes()
+                data = np.ascontiguousarray(array).data.cast("B")
                 write(data)
                 write(b"\0" * (-len(data) % _ALIGN))
             out.seek(len(_MAGIC))
             out.write(mac.digest())
-        final = directory / f"{key}.tbpc"
+        final = directory / f"{key}{suffix}"
         os.replace(tmp_name, final)
         return final
     except OSError as exc:
@@ -364,6 +379,14 @@ def save(profile: model.Profile, key: str, directory: Path | None = None) -> Pat
 def load(key: str, directory: Path | None = None) -> model.Profile | None:
     """The cached profile for `key`, or None on a miss: absent, old format, written by someone
     else, damaged, not a regular file. A file that is there but not a valid entry is removed."""
+    return load_entry(key, ".tbpc", _profile_of, directory)
+
+
+def load_entry(key: str, suffix: str, parse: Callable[[dict[str, Any], list[np.ndarray]], T],
+               directory: Path | None = None) -> T | None:
+    """`parse(header, arrays)` of the entry `<key><suffix>` (arrays read-only, wrapping the
+    file's bytes), or None on a miss; an entry that is there but damaged (its MAC, its layout,
+    or `parse` raising) is removed."""
     directory = directory or cache_dir()
     if directory is None:
         return None
@@ -372,7 +395,7 @@ def load(key: str, directory: Path | None = None) -> model.Profile | None:
     except _Refused as exc:
         _warn_once(directory, str(exc))
         return None
-    path = directory / f"{key}.tbpc"
+    path = directory / f"{key}{suffix}"
     fd = open_regular(path)
     if fd is None:
         if os.path.lexists(path):
@@ -387,7 +410,7 @@ def load(key: str, directory: Path | None = None) -> model.Profile | None:
     try:
         if data is None:
             raise ValueError("the file changed while it was read")
-        return _parse(data, secret, key)
+        return parse(*_parse(data, secret, key))
     except Exception as exc:  # noqa: BLE001 - whatever a damaged file does, it is a miss
         logger.warning("ignoring damaged profile cache entry %s: %s: %s", path,
                        type(exc).__name__, exc)
@@ -395,8 +418,8 @@ def load(key: str, directory: Path | None = None) -> model.Profile | None:
         return None
 
 
-def _parse(data: bytearray, secret: bytes, key: str) -> model.Profile:
-    """The profile in one entry's bytes; raises on any damage."""
+def _parse(data: memoryview, secret: bytes, key: str) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """The header and arrays in one entry's bytes; raises on any damage."""
     if len(data) < _PREFIX_BYTES or data[: len(_MAGIC)] != _MAGIC:
         raise ValueError("not a profile cache entry of this format")
     view = memoryview(data)
@@ -406,8 +429,8 @@ def _parse(data: bytearray, secret: bytes, key: str) -> model.Profile:
         raise ValueError("MAC mismatch (damaged, or written by someone else or for another key)")
     header_len = int.from_bytes(view[_PREFIX_BYTES - 8 : _PREFIX_BYTES], "little")
     header = json.loads(bytes(view[_PREFIX_BYTES : _PREFIX_BYTES + header_len]))
-    if header.get("version") != FORMAT_VERSION:
-        raise ValueError(f"format version {header.get('version')!r}")
+    if not isinstance(header, dict):
+        raise ValueError("the entry's header is not an object")
     data_start = -(-(_PREFIX_BYTES + header_len) // _ALIGN) * _ALIGN
     arrays = []
     for dtype_str, shape, offset in header["arrays"]:
@@ -421,6 +444,12 @@ def _parse(data: bytearray, secret: bytes, key: str) -> model.Profile:
         array = np.frombuffer(data, dtype, count, start).reshape(shape)
         array.flags.writeable = False
         arrays.append(array)
+    return header, arrays
+
+
+def _profile_of(header: dict[str, Any], arrays: list[np.ndarray]) -> model.Profile:
+    if header.get("version") != FORMAT_VERSION:
+        raise ValueError(f"format version {header.get('version')!r}")
     profile = _unflatten(header["tree"], arrays)
     if not isinstance(profile, model.Profile):
         raise ValueError(f"the entry holds a {type(profile).__name__}, not a Profile")

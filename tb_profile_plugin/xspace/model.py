@@ -18,6 +18,7 @@ import dataclasses
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -188,10 +189,16 @@ class EventMetadataTable:
 
     def rows_of(self, metadata_ids: np.ndarray) -> np.ndarray:
         """Row of each metadata id in this table, -1 for ids the plane does not define."""
-        rows = np.searchsorted(self.ids, metadata_ids)
-        rows = np.minimum(rows, max(len(self.ids) - 1, 0))
-        if len(self.ids) == 0:
+        n = len(self.ids)
+        if n == 0:
             return np.full(len(metadata_ids), -1, np.int64)
+        first, last = int(self.ids[0]), int(self.ids[-1])
+        if 0 <= first and last <= len(metadata_ids):  # a table no longer than the query
+            table = np.full(last + 2, -1, np.int64)  # the slot past `last`: ids not defined
+            table[self.ids[::-1]] = np.arange(n - 1, -1, -1)  # a repeated id: its first row
+            return table[np.clip(metadata_ids, -1, last + 1)]
+        rows = np.searchsorted(self.ids, metadata_ids)
+        rows = np.minimum(rows, n - 1)
         found = self.ids[rows] == metadata_ids
         return np.where(found, rows, -1)
 
@@ -339,6 +346,10 @@ class Derived:
         self.nbytes = 0
         #: Called after a result was added (the store that keeps the profile re-counts).
         self.on_grow: Callable[[], None] | None = None
+        #: (disk cache key, cache directory or None for the default) of the file the profile
+        #: was decoded from, set by the store: results kept on disk too (the trace index,
+        #: trace/index_cache.py) are stored under it. None: the profile has no cache entry.
+        self.disk_key: tuple[str, Path | None] | None = None
 
     def add(self, name: str, result: object) -> None:
         self.results[name] = result

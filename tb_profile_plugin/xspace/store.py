@@ -110,6 +110,7 @@ class ProfileStore:
         key = cache.cache_key(path, size_bytes, mtime_ns)
         cached = cache.load(key, self._disk_cache_dir)
         if cached is not None:
+            cached.derived.disk_key = (key, self._disk_cache_dir)
             return cached
         try:
             data = fs.read_bytes(path)
@@ -125,6 +126,7 @@ class ProfileStore:
             self.decode_count += 1
         del data
         cache.save(profile, key, self._disk_cache_dir)
+        profile.derived.disk_key = (key, self._disk_cache_dir)
         return profile
 
     def _remember(self, path: str, entry: _Entry) -> None:

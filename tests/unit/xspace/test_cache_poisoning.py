@@ -38,6 +38,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
 from tb_profile_plugin.plugin import ProfilePlugin
+from tb_profile_plugin.trace.index_cache import INDEX_FORMAT_VERSION
 from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.store import ProfileStore
 from tests.pod_runs import HostPlan, host_xspace
@@ -436,6 +437,8 @@ def test_unsafe_cache_dir_is_refused_with_a_warning(
     setup = _make(tmp_path, monkeypatch)
     expected, _ = _serve(setup)
     before = setup.entry.stat().st_mtime_ns
+    index_before = (setup.cache_dir / f"{setup.key}-index{INDEX_FORMAT_VERSION}.tbpi").stat(
+        ).st_mtime_ns
     poison = {"world_writable": _world_writable, "world_writable_sticky": _world_writable_sticky,
               "other_users_dir": _other_users_dir,
               "pretend_another_user": _pretend_another_user(monkeypatch)}[name]
@@ -444,7 +447,10 @@ def test_unsafe_cache_dir_is_refused_with_a_warning(
         with caplog.at_level("WARNING", logger=cache.__name__):
             assert _serve(setup) == (expected, 1)
     assert setup.entry.stat().st_mtime_ns == before
-    assert sorted(p.name for p in setup.cache_dir.iterdir()) == [".secret", setup.entry.name]
+    index_entry = setup.cache_dir / f"{setup.key}-index{INDEX_FORMAT_VERSION}.tbpi"
+    assert index_entry.stat().st_mtime_ns == index_before  # the trace index's, written first
+    assert sorted(p.name for p in setup.cache_dir.iterdir()) == sorted([
+        ".secret", setup.entry.name, index_entry.name])
     assert any("profile cache is off" in r.getMessage() and str(setup.cache_dir) in
                r.getMessage() for r in caplog.records)
 
