@@ -60,7 +60,8 @@ class EventTable:
         """Dense int64 column of an integer stat (refs give the referenced stat id); read-only
         and shared (a stat no line writes costs no memory)."""
         key = ("int", stat_name, fill)
-        if key not in self._stat_cache:
+        out = self._stat_cache.get(key)
+        if out is None:
             ids = [(k, plane.stat_metadata.id_of(stat_name))
                    for k, (plane, _) in enumerate(self.lines)]
             written = [(k, stat_id) for k, stat_id in ids if stat_id is not None]
@@ -73,7 +74,7 @@ class EventTable:
                     out[lo:hi] = self.lines[k][1].stats.int_column(stat_id, hi - lo, fill)
                 out.flags.writeable = False  # shared by every caller: never written
             self._stat_cache[key] = out
-        return self._stat_cache[key]
+        return out
 
     def float_stat(self, stat_name: str) -> np.ndarray:
         """Dense float64 column of a numeric stat (NaN where absent)."""
@@ -101,9 +102,17 @@ class EventTable:
     @property
     def canonical(self) -> CanonicalColumns:
         """Op name, type, HLO op, module and device time of every event (xspace/producers.py)."""
-        if self._canonical is None:
-            self._canonical = canonical_columns(self.lines)
-        return self._canonical
+        canonical = self._canonical
+        if canonical is None:
+            canonical = self._canonical = canonical_columns(self.lines)
+        return canonical
+
+    def release_scratch(self) -> None:
+        """Drops the per-event columns kept only to spare recomputing them within one build
+        (stat columns, canonical columns: up to ~130 bytes per event); a later caller builds
+        them again (analysis/profile_cache.py calls this after each outermost build)."""
+        self._stat_cache = {}
+        self._canonical = None
 
     @property
     def on_device(self) -> np.ndarray:
