@@ -1,6 +1,8 @@
 """Diagnostics about how steps were found, and recommendations backed by the profile's numbers.
 
-Each recommendation is shown only when the numbers call for it and quotes its evidence
+Each recommendation is shown only when the numbers call for it and carries its evidence
+(`Advice.evidence`, analysis/advice_evidence.py); advice the profile contradicts is withheld
+with why (the input advice is checked against the tf.data pipeline: analysis/input_advice.py)
 (practices from the TensorFlow profiler guide, the tf.data performance guide and JAX's
 profiling and performance guides). Advice is given in the words of the program's framework
 (`HostAnalysis.framework`, xspace/producers.py `detect_framework`):
@@ -24,12 +26,19 @@ tf.data pipeline (`Iterator::*` events).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from tb_profile_plugin.analysis.advice_evidence import AdviceSet, Evidence
 from tb_profile_plugin.analysis.breakdown import category_ps, verdict
 from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis
+from tb_profile_plugin.analysis.input_advice import input_advice
 from tb_profile_plugin.xspace.producers import Framework
+
+if TYPE_CHECKING:
+    from tb_profile_plugin.tools.verdict_basis import TfDataVerdict
 
 STEP_MARKER_CODE = (
     "for step, batch in enumerate(dataset):\n"
@@ -138,69 +147,88 @@ def step_marking(framework: Framework) -> str:
 
 
 def recommendations(analysis: HostAnalysis) -> list[str]:
-    """Advice the profile's numbers call for, each quoting its figure, in the framework's words
-    (the module docstring's table)."""
+    """The texts of `advice_for(analysis)`."""
+    return advice_for(analysis).texts()
+
+
+def advice_for(analysis: HostAnalysis, tf_data: TfDataVerdict | None = None) -> AdviceSet:
+    """Advice the profile's numbers call for, each with the evidence it rests on, in the
+    framework's words (the module docstring's table); advice the profile contradicts or gives
+    no evidence for is withheld, with why. `tf_data`: the tf.data view's verdict, quoted
+    where the caller computed it (one host)."""
     steps = analysis.steps
-    out: list[str] = []
+    out = AdviceSet()
     total = float(steps.duration_ps.sum())
     jax = analysis.framework == Framework.JAX
     if total <= 0:
+        no_steps = Evidence("steps found", "0")
         if analysis.framework == Framework.TENSORFLOW:
-            return ["Mark training steps so step time can be analysed:\n" + STEP_MARKER_CODE]
-        return [step_marking(analysis.framework)]
+            out.give("mark_steps", "Mark training steps so step time can be analysed:\n"
+                     + STEP_MARKER_CODE, no_steps)
+        else:
+            out.give("mark_steps", step_marking(analysis.framework), no_steps)
+        return out
     cats = {k: 100.0 * float(v.sum()) / total for k, v in category_ps(steps).items()}
     v = verdict(steps)
-    if v.input_bound in ("highly", "moderately"):
-        out.append(_jax_input_advice(v.input_percent, analysis.has_tf_data) if jax else (
-            f"Input takes {v.input_percent:.1f} % of the step time. In the tf.data pipeline: "
-            "add .prefetch(tf.data.AUTOTUNE) at the end; run map with "
-            "num_parallel_calls=tf.data.AUTOTUNE; cache() data that fits in memory after "
-            "expensive steps; read files with interleave(num_parallel_calls=tf.data.AUTOTUNE). "
-            "The tf.data bottleneck analysis view names the slowest transformation."))
+    out.extend(input_advice(v.input_bound, v.input_percent, analysis.framework,
+                            analysis.tf_data_names, tf_data))
     if cats["kernel_launch"] >= KERNEL_LAUNCH_PERCENT:
-        out.append(
-            f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: jit the whole "
-            "training step (one jax.jit around it, not many small jitted calls) so that XLA "
-            "fuses ops into fewer kernels." if jax else
-            f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: set "
-            "TF_GPU_THREAD_MODE=gpu_private so kernels are launched from dedicated threads.")
+        out.give("kernel_launch",
+                 f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: jit the "
+                 "whole training step (one jax.jit around it, not many small jitted calls) so "
+                 "that XLA fuses ops into fewer kernels." if jax else
+                 f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: set "
+                 "TF_GPU_THREAD_MODE=gpu_private so kernels are launched from dedicated threads.",
+                 Evidence("kernel launch share of step time", f"{cats['kernel_launch']:.1f} %"))
     precision_total = analysis.ops.compute_16bit_ps + analysis.ops.compute_32bit_ps
     if analysis.has_device and precision_total > 0:
         share16 = 100.0 * analysis.ops.compute_16bit_ps / precision_total
         if share16 < LOW_16BIT_PERCENT:
-            out.append(
+            out.give(
+                "mixed_precision",
                 f"Only {share16:.1f} % of device compute time is 16-bit: compute in bfloat16 "
                 "(cast parameters and inputs with .astype(jnp.bfloat16), or dtype=jnp.bfloat16 "
                 "in Flax modules) so that matrix multiplications and convolutions use Tensor "
                 "Cores." if jax else
                 f"Only {share16:.1f} % of device compute time is 16-bit: enable mixed precision "
                 "(tf.keras.mixed_precision.set_global_policy('mixed_float16')) to use Tensor "
-                "Cores.")
+                "Cores.", Evidence("16-bit share of device compute time", f"{share16:.1f} %"))
     if cats["all_others"] >= ALL_OTHERS_PERCENT:
-        out.append(_all_others_advice(cats["all_others"], analysis.framework))
+        _all_others(out, cats["all_others"], analysis)
     if analysis.has_device:
-        out.extend(_device_hints(analysis, len(steps)))
+        _device_hints(out, analysis, len(steps))
     return out
 
 
-def _jax_input_advice(input_percent: float, has_tf_data: bool) -> str:
-    """Input-bound JAX program: prefetch to the device; tf.data's fixes only when the profile
-    shows a tf.data pipeline."""
-    text = (f"Input takes {input_percent:.1f} % of the step time: the device waits for its next "
-            "batch. Prefetch batches to the device ahead of the step: jax.device_put the next "
-            "batch while the current step runs (e.g. flax.jax_utils.prefetch_to_device(iterator, "
-            "2)), and let the loader prepare batches ahead on the host (grain: worker processes "
-            "and a prefetch buffer; a Python generator: a background thread with a queue).")
-    if has_tf_data:
-        text += (" The profile shows a tf.data pipeline: add .prefetch(tf.data.AUTOTUNE) at its "
-                 "end and run map with num_parallel_calls=tf.data.AUTOTUNE; the tf.data "
-                 "bottleneck analysis view names the slowest transformation.")
-    return text
+def _all_others(out: AdviceSet, percent: float, analysis: HostAnalysis) -> None:
+    """'All others' advice; TensorFlow's "wrap the step in tf.function" only when the profile
+    shows no tf.function call."""
+    share = Evidence("'All others' share of step time", f"{percent:.1f} %")
+    text = _all_others_advice(percent, analysis.framework)
+    if analysis.framework not in (Framework.TENSORFLOW, Framework.UNKNOWN):
+        out.give("all_others", text, share)
+        return
+    if not analysis.tf_functions:
+        out.give("all_others", text, share, Evidence("tf.function calls", "none"))
+        return
+    top = analysis.tf_functions[0]
+    calls = f"{top.function}, {top.calls} call{'s' if top.calls != 1 else ''}"
+    out.withhold("tf_function", f"the profile shows tf.function calls ({calls}), so the step "
+                                "already runs as a tf.function")
+    out.give("all_others",
+             _all_others_head(percent) + f" The step already runs as a tf.function ({calls}): "
+             "keep the Python around it light, and compute metrics or log every few steps "
+             "rather than every step.",
+             share, Evidence("tf.function calls", calls))
+
+
+def _all_others_head(percent: float) -> str:
+    return (f"{percent:.1f} % of the step time is outside any recorded op ('All others'): "
+            "usually Python between steps.")
 
 
 def _all_others_advice(percent: float, framework: Framework) -> str:
-    head = (f"{percent:.1f} % of the step time is outside any recorded op ('All others'): "
-            "usually Python between steps.")
+    head = _all_others_head(percent)
     if framework == Framework.JAX:
         return (head + " jit the whole training step (jax.jit), do not wait for the device "
                 "inside the loop (float(loss), printing device values or block_until_ready() "
@@ -213,14 +241,15 @@ def _all_others_advice(percent: float, framework: Framework) -> str:
             "rather than every step.")
 
 
-def _device_hints(analysis: HostAnalysis, num_steps: int) -> list[str]:
-    out: list[str] = []
+def _device_hints(out: AdviceSet, analysis: HostAnalysis, num_steps: int) -> None:
     device = analysis.ops.device.without_idle()
     nchw = [n for n in device.name if "nchw" in n.lower()]
     if nchw:
-        out.append(
+        out.give(
+            "nhwc_layout",
             f"{len(nchw)} device op(s) run NCHW convolutions (e.g. {nchw[0]}): use the "
-            "channels-last layout (NHWC), which Tensor Cores prefer.")
+            "channels-last layout (NHWC), which Tensor Cores prefer.",
+            Evidence("device ops with NCHW in their name", f"{len(nchw)}, e.g. {nchw[0]}"))
     if num_steps and analysis.num_device_kernels:
         kernels_per_step = analysis.num_device_kernels / num_steps
         total_us = float(np.sum(device.total_ps)) / 1e6
@@ -231,7 +260,9 @@ def _device_hints(analysis: HostAnalysis, num_steps: int) -> list[str]:
                                "jax.lax.scan)",
                 Framework.KERAS: "compile the model with jit_compile=True",
             }.get(analysis.framework, "compile the step with tf.function(jit_compile=True)")
-            out.append(
+            out.give(
+                "fuse_kernels",
                 f"About {kernels_per_step:.0f} kernels run per step, averaging {avg_us:.1f} us: "
-                f"launch overhead dominates. Use a larger batch, or {fuse} so XLA fuses kernels.")
-    return out
+                f"launch overhead dominates. Use a larger batch, or {fuse} so XLA fuses kernels.",
+                Evidence("device kernels per step", f"{kernels_per_step:.0f}"),
+                Evidence("mean kernel time", f"{avg_us:.1f} us"))

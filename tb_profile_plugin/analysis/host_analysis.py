@@ -32,6 +32,7 @@ from tb_profile_plugin.analysis.op_analysis import profile_ops
 from tb_profile_plugin.analysis.op_metrics import OpMetrics, compute_precision_ps
 from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.step_db import StepDb, build_step_db, classify
+from tb_profile_plugin.analysis.tf_data_shape import tf_data_names
 from tb_profile_plugin.analysis.tf_functions import TfFunction, tf_functions
 from tb_profile_plugin.analysis.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
@@ -82,6 +83,9 @@ class HostAnalysis:
     step_module: str = ""
     #: Per tf.function: calls, call times, concrete functions (retracing).
     tf_functions: tuple[TfFunction, ...] = ()
+    #: The tf.data iterator names (`Iterator::...`), sorted: the pipelines' shape for the
+    #: overview's input advice (analysis/tf_data_shape.py).
+    tf_data_names: tuple[str, ...] = ()
 
 
 @per_profile
@@ -147,7 +151,8 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
     compute16, compute32 = compute_precision_ps(table, types)
     ops = dataclasses.replace(op_analysis.ops, compute_16bit_ps=compute16,
                               compute_32bit_ps=compute32)
-    has_tf_data = any(name.startswith("Iterator::") for name in table.names)
+    iterator_names = tf_data_names(table.names)
+    has_tf_data = bool(iterator_names)
     core_steps = []
     for index, plane in enumerate(profile.planes):
         if not is_gpu_plane(plane.name):
@@ -168,5 +173,5 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
         time_base_ns=time_base_ns(profile), core_steps=tuple(core_steps),
         framework=framework.framework, framework_evidence=framework.evidence,
         jitted=jitted_functions(forest, executions), step_module=step_module,
-        tf_functions=tf_functions(table),
+        tf_functions=tf_functions(table), tf_data_names=iterator_names,
     )

@@ -187,6 +187,7 @@ def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
         framework=framework, framework_evidence=evidence,
         jitted=merge_jitted(a.jitted for a in all_), step_module=reference.step_module,
         tf_functions=merge_tf_functions(a.tf_functions for a in all_),
+        tf_data_names=tuple(sorted({n for a in all_ for n in a.tf_data_names})),
     )
     return MultiHost(dict(analyses), alignment, combined, slowest)
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.analysis.advice_evidence import AdviceSet
 from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.tf_data_advice import (
-    PREFETCH_SUGGESTION,
     GetNextCalls,
     ends_in_prefetch,
     get_next_calls,
-    suggestion,
+    pipeline_advice,
     suggestion_type,
 )
 from tb_profile_plugin.analysis.tf_data_critical_path import (
@@ -51,7 +51,11 @@ class PipelineSummary:
     bottleneck_self_ps: int
     bottleneck_calls: int
     suggestion_type: str
-    suggestions: list[str]  # the bottleneck's, then the prefetch advice where it applies
+    advice: AdviceSet  # the bottleneck's, then the prefetch advice where it applies
+
+    @property
+    def suggestions(self) -> list[str]:
+        return self.advice.texts()
 
 
 @dataclass(frozen=True)
@@ -85,20 +89,16 @@ def _summary(events: TfDataEvents, stats: ExecutionStats, pipeline: Pipeline) ->
     picked = rows[stats.bottleneck[rows]]
     bottleneck: IteratorInfo | None = None
     self_ps = calls = 0
-    texts: list[str] = []
     kind = "none"
     if len(picked):
         bottleneck = events.iterators[int(events.iterator_ids[stats.iterator[picked[0]]])]
         self_ps = int(stats.self_ps[picked[0]])
         calls = int(stats.num_calls[picked[0]])
         kind = suggestion_type(bottleneck)
-        texts.append(suggestion(bottleneck))
-    if not prefetch_ok:
-        texts.append(PREFETCH_SUGGESTION)
     return PipelineSummary(
         pipeline, int(latency.min()), float(latency.mean()), int(latency.max()), len(latency),
         int((latency > SLOW_CALL_PS).sum()), prefetch_ok, bottleneck, self_ps, calls, kind,
-        texts)
+        pipeline_advice(bottleneck, self_ps, calls, root, events.iterators))
 
 
 def slowest_host_pipeline(host: HostTfData) -> PipelineSummary | None:

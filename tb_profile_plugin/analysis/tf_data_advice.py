@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.analysis.advice_evidence import AdviceSet, Evidence, duration_text
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.forest import Forest
 from tb_profile_plugin.analysis.nesting import under
@@ -49,6 +50,8 @@ SEQUENTIAL_KINDS = frozenset({
     "GroupByReducer", "Zip", "Concatenate", "Take", "Skip", "Shard", "Cache", "MemoryCache",
     "Rebatch", "Unique", "TakeWhile", "DenseToSparseBatch", "Bucket", "SlidingWindow",
 })
+#: A cache: never told to cache() what it already caches.
+CACHE_KINDS = frozenset({"Cache", "MemoryCache"})
 #: Buffers: a slow call means the buffer was empty and its producer was not seen keeping up.
 BUFFER_KINDS = frozenset({"Prefetch"})
 
@@ -82,16 +85,22 @@ def suggestion(info: IteratorInfo) -> str:
         return (f"{name} runs one element at a time. Parallelise it: "
                 f"{call}(..., num_parallel_calls=tf.data.AUTOTUNE); if its output is the same "
                 "every epoch, cache() it.")
+    if kind_type == "parallelizable" and info.autotune:
+        return (f"{name} already runs in parallel with its parallelism chosen by tf.data "
+                "(AUTOTUNE) but is still the slowest step: make its function cheaper (batch "
+                "before map to vectorise it), or cache() its output if it is the same every "
+                "epoch.")
     if kind_type == "parallelizable":
         return (f"{name} already runs in parallel but is still the slowest step: let tf.data "
                 "choose the parallelism (num_parallel_calls=tf.data.AUTOTUNE), make its "
                 "function cheaper (batch before map to vectorise it), or cache() its output "
                 "if it is the same every epoch.")
     if kind_type == "sequential":
+        cache = ("" if kind in CACHE_KINDS else
+                 "; cache() the data before it if it is the same every epoch")
         return (f"{name} handles one element at a time and cannot run in parallel itself. "
                 "Parallelise around it (outer parallelism): shard() the input and interleave "
-                "the shards with num_parallel_calls=tf.data.AUTOTUNE; cache() the data before "
-                "it if it is the same every epoch.")
+                f"the shards with num_parallel_calls=tf.data.AUTOTUNE{cache}.")
     if kind_type == "prefetch":
         return (f"{name} waited with an empty buffer: what feeds it is slower than the "
                 "consumer. The producer's work was not captured inside this call; look at the "
@@ -99,18 +108,59 @@ def suggestion(info: IteratorInfo) -> str:
     return f"{name} is the slowest step; see {GUIDE} for how to speed it up."
 
 
-PREFETCH_SUGGESTION = ("The pipeline does not end in prefetch: add "
-                       ".prefetch(tf.data.AUTOTUNE) as its last transformation so that the next "
-                       "batch is prepared while the current step runs.")
+def prefetch_suggestion(last: str) -> str:
+    """Add a final prefetch, quoting the pipeline's last transformation `last`."""
+    return (f"The pipeline does not end in prefetch (its last transformation is {last}): add "
+            ".prefetch(tf.data.AUTOTUNE) as its last transformation so that the next batch is "
+            "prepared while the current step runs.")
+
+
+def last_transformations(root: IteratorInfo, iterators: dict[int, IteratorInfo]
+                         ) -> list[IteratorInfo]:
+    """The pipeline's last transformation: the root's children below `Root`, or the root
+    itself when it is a transformation (older TensorFlow's `Iterator::Prefetch`)."""
+    if kind_of(root.name) != "Root":
+        return [root]
+    return [i for i in iterators.values() if i.parent_id == root.id]
 
 
 def ends_in_prefetch(root: IteratorInfo, iterators: dict[int, IteratorInfo]) -> bool:
     """Whether the last transformation (the root, or the root's child below `Root`) is a
     Prefetch."""
-    if kind_of(root.name) != "Root":
-        return kind_of(root.name) == "Prefetch"
-    last = [i for i in iterators.values() if i.parent_id == root.id]
+    last = last_transformations(root, iterators)
     return bool(last) and all(kind_of(i.name) == "Prefetch" for i in last)
+
+
+def pipeline_advice(bottleneck: IteratorInfo | None, self_ps: int, calls: int,
+                    root: IteratorInfo, iterators: dict[int, IteratorInfo]) -> AdviceSet:
+    """What to change about one pipeline, each suggestion with its evidence: the bottleneck's
+    (its name, self time, whether it runs in parallel and with AUTOTUNE), then "end in
+    prefetch", withheld when the pipeline already does."""
+    out = AdviceSet()
+    if bottleneck is not None:
+        evidence = [Evidence("slowest stage of the slowest call", bottleneck.long_name),
+                    Evidence("its self time in that call",
+                             f"{duration_text(self_ps / 1e6)} over {calls} call(s)")]
+        kind = suggestion_type(bottleneck)
+        if kind == "parallelizable":
+            evidence.append(Evidence("runs in parallel", "yes" if bottleneck.is_async else "no"))
+            if bottleneck.is_async and bottleneck.autotune is not None:
+                evidence.append(Evidence("autotune stat", str(bottleneck.autotune).lower()))
+            if bottleneck.autotune:
+                out.withhold("tf_data_autotune", f"{bottleneck.long_name} already lets tf.data "
+                             "choose its parallelism (its autotune stat is true)")
+        out.give(f"tf_data_bottleneck_{kind}", suggestion(bottleneck), *evidence)
+    last = last_transformations(root, iterators)
+    names = ", ".join(i.long_name for i in last)
+    if not last:
+        out.withhold("tf_data_prefetch", "no call of the pipeline's last transformation was "
+                                         "captured, so whether it ends in prefetch is unknown")
+    elif ends_in_prefetch(root, iterators):
+        out.withhold("tf_data_prefetch", f"the pipeline already ends in prefetch ({names})")
+    else:
+        out.give("tf_data_prefetch", prefetch_suggestion(names),
+                 Evidence("last transformation of the pipeline", names))
+    return out
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,7 @@ class IteratorInfo:
     name: str  # short name, e.g. "Map"
     long_name: str  # e.g. "Iterator::Root::BatchV2::Map"
     is_async: bool
+    autotune: bool | None = None  # its `autotune` stat ("true"/"false"); None where absent
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,8 @@ def find_tf_data_events(table: EventTable, nesting: Nesting) -> TfDataEvents:
 
     iterator_ids, dense = np.unique(ids[events], return_inverse=True)
     dense = dense.ravel().astype(np.int64)
-    iterators = _metadata(table, names, events, dense, iterator_ids, parent_ids, has_parent_id)
+    iterators = _metadata(table, names, events, dense, iterator_ids, parent_ids, has_parent_id,
+                          table.str_stat_codes("autotune"))
     start = table.start_ps[events]
     end = table.end_ps[events]
     pipelines = _pipelines(events, start, end, parent, dense, iterator_ids, iterators, names,
@@ -215,9 +217,10 @@ def find_tf_data_events(table: EventTable, nesting: Nesting) -> TfDataEvents:
 
 
 def _metadata(table: EventTable, names: list[str], events: np.ndarray, dense: np.ndarray,
-              iterator_ids: np.ndarray, parent_ids: np.ndarray, has_parent_id: np.ndarray
-              ) -> dict[int, IteratorInfo]:
+              iterator_ids: np.ndarray, parent_ids: np.ndarray, has_parent_id: np.ndarray,
+              autotune: tuple[np.ndarray, list[str]]) -> dict[int, IteratorInfo]:
     """One IteratorInfo per iterator id, from its first event (a loop per iterator)."""
+    autotune_code, autotune_texts = autotune
     first = np.full(len(iterator_ids), -1, np.int64)
     first[dense[::-1]] = np.arange(len(events))[::-1]
     out: dict[int, IteratorInfo] = {}
@@ -226,9 +229,11 @@ def _metadata(table: EventTable, names: list[str], events: np.ndarray, dense: np
         long_name = names[int(table.name_id[event])]
         name = short_name(long_name)
         parent_id = int(parent_ids[event]) if has_parent_id[event] else None
+        code = int(autotune_code[event])
         out[int(iterator_ids[k])] = IteratorInfo(
             int(iterator_ids[k]), None if is_root_name(long_name) else parent_id, name,
-            long_name, kind_of(name) in ASYNC_KINDS)
+            long_name, kind_of(name) in ASYNC_KINDS,
+            None if code < 0 else autotune_texts[code].lower() == "true")
     return out
 
 

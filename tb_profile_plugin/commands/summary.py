@@ -2,7 +2,8 @@
 
 Prints, in 80 columns: the run and its hosts, steps and average step time, the nine-category
 breakdown (ms per step and % of step time), the input-bound verdict, the top ops, the
-recommendations and the diagnostics. Colour only on a terminal (NO_COLOR respected). With
+recommendations (each with the evidence it rests on), the advice withheld and why, and the
+diagnostics. Colour only on a terminal (NO_COLOR respected). With
 `--json`, the `overview_page` document exactly as the `data` route serves it. A run with
 several hosts is summarised over ALL_HOSTS unless `--host` picks one.
 """
@@ -168,8 +169,17 @@ def render(doc: dict[str, Any], located: Located, style: Style) -> str:
             lambda row: row["fraction"]))
 
     heading("Recommendations")
-    for text in doc.get("recommendations") or ["(none)"]:
-        out.extend(_wrap(text, "    ", "  - "))
+    for advice in doc.get("advice") or [{"text": "(none)", "evidence": []}]:
+        out.extend(_wrap(advice["text"], "    ", "  - "))
+        evidence = "; ".join(f"{e['what']} {e['value']}" for e in advice["evidence"])
+        if evidence:
+            out.extend(style(line, "dim") for line in _wrap(f"evidence: {evidence}", "    "))
+    withheld = doc.get("advice_withheld") or []
+    if withheld:
+        heading("Not advised, and why")
+        for item in withheld:
+            out.extend(style(line, "dim") for line in _wrap(
+                f"{item['key']}: {item['reason']}", "    ", "  - "))
 
     heading("Diagnostics")
     diagnostics = doc["diagnostics"]

@@ -13,6 +13,9 @@ and the host breakdown scales the tf.data categories so that they sum to the non
 input time: with ratio = min(1, average H2D time / average step time), non-enqueue time =
 enqueue * (1 - ratio) / ratio, or the whole tf.data time when nothing is enqueued.
 
+Advice (`advice`, `advice_withheld`): the overview's input advice, each piece checked against
+the tf.data pipeline (analysis/input_advice.py).
+
 ALL_HOSTS: the steps are the overview's (common steps, each the slowest host's), the input ops
 are summed over hosts.
 """
@@ -25,6 +28,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.breakdown import Stats, category_ps, verdict
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis
+from tb_profile_plugin.analysis.input_advice import input_advice
 from tb_profile_plugin.analysis.step_db import EventType
 from tb_profile_plugin.tools.analysis_views import (
     has_host_events,
@@ -35,6 +39,7 @@ from tb_profile_plugin.tools.analysis_views import (
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.overview_page import steps_table
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+from tb_profile_plugin.tools.verdict_basis import tf_data_verdict
 
 NAME = "input_pipeline_analyzer"
 VERSION = 1
@@ -101,6 +106,10 @@ def build(request: ViewRequest) -> dict[str, Any]:
         per_step_input = np.where(steps.duration_ps > 0,
                                   100.0 * cats["input"] / steps.duration_ps, 0.0)
     ops = input_ops(analysis)
+    tf_data = (tf_data_verdict(*next(iter(request.profiles.items())))
+               if analysis.has_tf_data and len(request.profiles) == 1 else None)
+    advice = input_advice(v.input_bound, v.input_percent, analysis.framework,
+                          analysis.tf_data_names, tf_data)
     if not ops:
         diagnostics.info.append(
             "no input ops on the host: the profile holds no tf.data iterator, infeed or "
@@ -114,6 +123,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         bottleneck={"input_bound": v.input_bound, "statement": v.statement},
         host_breakdown_us=host_breakdown_us(analysis, ops),
         input_ops=ops,
+        **advice.document_keys(),
         **multi_host_keys(multi),
     )
 

@@ -7,7 +7,8 @@ tools/verdict_basis.py), device_compute_precision,
 top_device_ops, top_host_ops, run_environment, step_rule, step_module (the jitted function
 whose executions are the steps, rule "executions"), jitted_functions (per XLA module: calls,
 execution times, device share, host dispatch), tf_functions (per tf.function: calls, call
-times, concrete functions traced), recommendations.
+times, concrete functions traced), recommendations (texts), advice (each with its evidence)
+and advice_withheld (analysis/advice.py).
 
 ALL_HOSTS (analysis/multi_host.py): the steps common to every host, each the slowest host's
 step (its name in the step's `host`), ops summed over hosts; `multi_host` says how each host
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.advice import recommendations
+from tb_profile_plugin.analysis.advice import advice_for
 from tb_profile_plugin.analysis.breakdown import (
     CATEGORY_LABELS,
     Stats,
@@ -42,7 +43,7 @@ from tb_profile_plugin.tools.analysis_views import (
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
-from tb_profile_plugin.tools.verdict_basis import overview_basis, tf_data_verdict
+from tb_profile_plugin.tools.verdict_basis import TfDataVerdict, overview_basis, tf_data_verdict
 
 NAME = "overview_page"
 VERSION = 1
@@ -109,6 +110,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
             "no device planes: a CPU-only profile, so device compute, precision and top device "
             "ops are empty (on a GPU machine this means no CUPTI trace was captured)")
     env = analysis.environment
+    tf_data = _tf_data_verdict(request, analysis.has_tf_data)
+    advice = advice_for(analysis, tf_data)
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
         steps=step_rows(steps, multi),
@@ -121,7 +124,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         input_percent=v.input_percent,
         all_others_percent=v.all_others_percent,
         bottleneck={"input_bound": v.input_bound, "statement": v.statement},
-        **_verdict_basis(request, v, len(steps), analysis.has_tf_data),
+        **_verdict_basis(v, len(steps), analysis.has_tf_data, tf_data),
         device_compute_precision={
             "percent_16bit": 100.0 * analysis.ops.compute_16bit_ps / precision_total
             if precision_total else 0.0,
@@ -142,18 +145,23 @@ def build(request: ViewRequest) -> dict[str, Any]:
         jitted_functions=jitted_rows(analysis.jitted),
         tf_functions=tf_function_rows(analysis.tf_functions),
         has_device=analysis.has_device,
-        recommendations=recommendations(analysis),
+        recommendations=advice.texts(),
+        **advice.document_keys(),
         **multi_host_keys(multi),
     )
 
 
-def _verdict_basis(request: ViewRequest, v: Verdict, num_steps: int,
-                   has_tf_data: bool) -> dict[str, Any]:
-    """`verdict_basis` and `verdict_other_view` (tools/verdict_basis.py); the tf.data view's
-    verdict is computed for one host only (ALL_HOSTS would decode every host here)."""
-    tf_data = None
+def _tf_data_verdict(request: ViewRequest, has_tf_data: bool) -> TfDataVerdict | None:
+    """The tf.data view's verdict, for one host only (ALL_HOSTS would decode every host
+    here)."""
     if has_tf_data and len(request.profiles) == 1:
-        tf_data = tf_data_verdict(*next(iter(request.profiles.items())))
+        return tf_data_verdict(*next(iter(request.profiles.items())))
+    return None
+
+
+def _verdict_basis(v: Verdict, num_steps: int, has_tf_data: bool,
+                   tf_data: TfDataVerdict | None) -> dict[str, Any]:
+    """`verdict_basis` and `verdict_other_view` (tools/verdict_basis.py)."""
     basis, other = overview_basis(v, num_steps, has_tf_data, tf_data)
     return {"verdict_basis": basis, "verdict_other_view": other}
 

@@ -188,6 +188,7 @@ def _bottleneck_rows(host: str, analysis: HostTfData) -> list[dict[str, Any]]:
             "iterator_num_calls": s.bottleneck_calls,
             "suggestion": " ".join(s.suggestions), "suggestion_type": s.suggestion_type,
             "suggestions": s.suggestions, "ends_in_prefetch": s.ends_in_prefetch,
+            **s.advice.document_keys(),
         })
     return rows
 

@@ -3,20 +3,23 @@
  *
  * From the top: the verdict, figure cards (per-step input share avg ± stddev, min, max; the
  * input share of all step time; average step time), the stacked step-time chart, the host-side
- * input time split into its five kinds (chart and table, in ms), and the input-op table
+ * input time split into its five kinds (chart and table, in ms), the input advice with its
+ * evidence and what was not advised (advice.tsx), and the input-op table
  * (sortable, filterable by op name, downloadable as CSV). Diagnostics with errors or
  * warnings come first, otherwise last.
  *
  * Hooks: input-verdict (data-level), input-percent-{avg,stddev,min,max,total},
  * input-avg-step-ms, input-step-count, step-chart (data-steps), host-breakdown-<key>,
  * host-breakdown-chart, input-ops-table (+ -sort-<column>, -filter, -shown), input-op-row
- * (data-op-name) with input-op-row-<column> cells, input-ops-csv.
+ * (data-op-name) with input-op-row-<column> cells, input-ops-csv; input-advice (items
+ * input-advice-item with their evidence, advice-withheld: advice.tsx).
  */
 import { useMemo } from "preact/hooks";
 import { Chart } from "../charts/chart";
 import type { ChartOption } from "../charts/echarts";
 import { dataIndexOf, tipElement } from "../charts/tooltip";
 import { DataTable, type Column, type Filter } from "../components/data_table";
+import { AdviceList, adviceOf, withheldOf } from "./advice";
 import { DiagnosticsPanel } from "./diagnostics";
 import {
   formatCount,
@@ -336,6 +339,16 @@ export function InputPipelineAnalyzer({ doc, run, view, host }: ViewProps) {
 
       <Section title="Host-side input time by kind (ms)" testid="host-breakdown-section">
         <HostBreakdown breakdownUs={record(doc["host_breakdown_us"])} />
+      </Section>
+
+      <Section title="What to change in the input" testid="input-advice-section">
+        <AdviceList
+          advice={adviceOf(doc["advice"], [])}
+          withheld={withheldOf(doc["advice_withheld"])}
+          testid="input-advice"
+          itemTestid="input-advice-item"
+          empty="No input advice for this profile."
+        />
       </Section>
 
       <Section

@@ -16,12 +16,14 @@
  * overview-precision-none on a device profile without device compute),
  * overview-host-count, overview-device-type, overview-device-cores, step-chart (data-steps),
  * category-row (data-category) with category-{avg,stddev,percent}-<key>, top-ops
- * (data-kind) with top-op-row (data-op-name), recommendation, steps-csv; the jitted functions
+ * (data-kind) with top-op-row (data-op-name), recommendation with its evidence and the
+ * withheld advice (advice.tsx), steps-csv; the jitted functions
  * table (jitted_functions.tsx) after the top ops, on profiles that ran XLA programs, and the
  * tf.functions table (tf_functions.tsx) on profiles that called tf.functions.
  */
 import { useMemo } from "preact/hooks";
 import { DataTable, type Column } from "../components/data_table";
+import { AdviceList, adviceOf, withheldOf } from "./advice";
 import { DiagnosticsPanel } from "./diagnostics";
 import {
   bool,
@@ -143,22 +145,6 @@ function stepRuleText(rule: string, module: string): string {
 }
 
 /** A recommendation: prose, then (after its first line break) code, shown preformatted. */
-function Recommendation({ text }: { text: string }) {
-  const cut = text.indexOf("\n");
-  const prose = cut < 0 ? text : text.slice(0, cut);
-  const code = cut < 0 ? "" : text.slice(cut + 1);
-  return (
-    <li class="recommendation" data-testid="recommendation">
-      <p>{prose}</p>
-      {code.trim() ? (
-        <pre class="code-block">
-          <code>{code}</code>
-        </pre>
-      ) : null}
-    </li>
-  );
-}
-
 function CategoryTable({ categories }: { categories: Readonly<Record<string, unknown>> }) {
   return (
     <table class="data-table category-table" data-testid="category-table">
@@ -220,9 +206,8 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
   const diagnostics = diagnosticsOf(doc);
   const precision = record(doc["device_compute_precision"]);
   const environment = record(doc["run_environment"]);
-  const recommendations = list(doc["recommendations"]).map((item) =>
-    str(item, JSON.stringify(item)),
-  );
+  const advice = adviceOf(doc["advice"], doc["recommendations"]);
+  const withheld = withheldOf(doc["advice_withheld"]);
   const deviceOps = topOpsOf(doc["top_device_ops"]);
   const hostOps = topOpsOf(doc["top_host_ops"]);
   const percent16 = num(precision["percent_16bit"]);
@@ -383,17 +368,13 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
           <CategoryTable categories={record(doc["categories"])} />
         </Section>
         <Section title="Recommendations" testid="recommendations-section">
-          {recommendations.length ? (
-            <ol class="recommendations" data-testid="recommendations">
-              {recommendations.map((text, index) => (
-                <Recommendation text={text} key={index} />
-              ))}
-            </ol>
-          ) : (
-            <p class="hint" data-testid="no-recommendations">
-              No recommendations for this profile.
-            </p>
-          )}
+          <AdviceList
+            advice={advice}
+            withheld={withheld}
+            testid="recommendations"
+            itemTestid="recommendation"
+            empty="No recommendations for this profile."
+          />
         </Section>
       </div>
 

@@ -11,13 +11,14 @@
  * tfdata-verdict-basis with its -text and -link (verdict_basis.tsx: what the verdict
  * measures, a link to the overview),
  * tfdata-bottleneck-name, tfdata-bottleneck-long-name, tfdata-suggestion (one per
- * suggestion); tables `tfdata-bottlenecks` (rows tfdata-bottleneck-row) and
+ * suggestion, with its evidence; the withheld ones in advice-withheld: advice.tsx); tables `tfdata-bottlenecks` (rows tfdata-bottleneck-row) and
  * `tfdata-pipelines` (rows tfdata-pipeline-row, data-pipeline, data-host); selectors
  * tfdata-host-select, tfdata-pipeline-select, tfdata-rank-select; tfdata-latency (the
  * selected execution's latency, µs); the graph hooks of tf_data_graph.tsx; tfdata-no-graph.
  */
 import { useMemo, useState } from "preact/hooks";
 import { DataTable, type Column } from "../components/data_table";
+import { AdviceList } from "./advice";
 import { DiagnosticsPanel } from "./diagnostics";
 import { formatCount, formatUs } from "./format";
 import {
@@ -197,13 +198,13 @@ export function TfDataBottleneckAnalysis({ doc, run, view, host, onView }: ViewP
 
       {bottlenecks.length ? (
         <Section title="What to change" testid="tfdata-suggestions-section">
-          <ol class="recommendations">
-            {(bottlenecks[0]?.suggestions ?? []).map((text, index) => (
-              <li key={index} class="recommendation" data-testid="tfdata-suggestion">
-                <p>{text}</p>
-              </li>
-            ))}
-          </ol>
+          <AdviceList
+            advice={bottlenecks[0]?.advice ?? []}
+            withheld={bottlenecks[0]?.advice_withheld ?? []}
+            testid="tfdata-suggestions"
+            itemTestid="tfdata-suggestion"
+            empty="Nothing to change was found."
+          />
         </Section>
       ) : null}
 

@@ -2,6 +2,7 @@
  * The tf_data_bottleneck_analysis document, read defensively into typed records
  * (docs/api.md, "tf_data_bottleneck_analysis"). Iterator ids are strings: they use all 64 bits.
  */
+import { type AdviceItem, adviceOf, type WithheldItem, withheldOf } from "./advice";
 import { bool, list, num, record, str } from "./format";
 
 export interface TfDataSummary {
@@ -24,6 +25,8 @@ export interface TfDataBottleneck {
   readonly iterator_latency_us: number | null;
   readonly suggestion_type: string;
   readonly suggestions: readonly string[];
+  readonly advice: readonly AdviceItem[]; // the suggestions with their evidence
+  readonly advice_withheld: readonly WithheldItem[];
 }
 
 export interface TfDataPipeline {
@@ -87,6 +90,8 @@ export function bottlenecksOf(value: unknown): readonly TfDataBottleneck[] {
       iterator_latency_us: num(r["iterator_latency_us"]),
       suggestion_type: str(r["suggestion_type"]),
       suggestions: suggestions.length ? suggestions : [str(r["suggestion"])],
+      advice: adviceOf(r["advice"], suggestions.length ? suggestions : [str(r["suggestion"])]),
+      advice_withheld: withheldOf(r["advice_withheld"]),
     };
   });
 }

@@ -91,4 +91,8 @@ def test_top_device_ops_and_advice(overview: dict) -> None:
     assert overview["top_host_ops"] == []
     advice = " ".join(overview["recommendations"])
     assert "TF_GPU_THREAD_MODE=gpu_private" in advice  # kernel launch 16 %
-    assert "prefetch" in advice  # input 10 %
+    # input 10 %, but no tf.data iterator recorded: no prefetch advice without evidence
+    assert "no tf.data iterator events (Iterator::*) were recorded" in advice
+    assert "prefetch" not in advice
+    withheld = {w["key"]: w["reason"] for w in overview["advice_withheld"]}
+    assert withheld["tf_data_prefetch"].startswith("no tf.data iterator events")
