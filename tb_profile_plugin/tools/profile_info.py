@@ -2,7 +2,9 @@
 
 Not one of the eight analyses: it is the view that is always there, so a user can see what
 was captured and why an analysis has nothing to show (no device planes, no events, tracer
-errors recorded in the XSpace).
+errors recorded in the XSpace). Per host also the producer (framework, evidence, recorded
+versions), the capture window, the time span and the counts the views rest on; for the run,
+what each view needs and whether this capture has it (tools/profile_contents.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,21 @@ import numpy as np
 
 from tb_profile_plugin.tools.analysis_views import per_host_parts
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
+from tb_profile_plugin.tools.profile_contents import (
+    capture_window_ms,
+    host_contents,
+    producer,
+    view_needs,
+)
+from tb_profile_plugin.tools.registry import (
+    VIEWS,
+    RunFacts,
+    Table,
+    View,
+    ViewRequest,
+    ordered_views,
+    register,
+)
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import kind_of
 from tb_profile_plugin.xspace.schema import is_device_plane
@@ -90,11 +106,17 @@ def host_info(profile: Profile) -> HostInfo:
             "no device planes: a CPU-only profile (no GPU trace was captured; on a GPU "
             "machine this means the CUPTI tracer did not run)"
         )
+    lines = [_line_row(p, line) for p in profile.planes for line in p.lines]
+    spans = [(r["begin_ms"], r["end_ms"]) for r in lines if r["events"]]
     summary = {
         "hostnames": profile.hostnames,
         "num_events": profile.num_events,
         "planes": planes,
-        "lines": [_line_row(p, line) for p in profile.planes for line in p.lines],
+        "lines": lines,
+        "producer": producer(profile),
+        "capture_window_ms": capture_window_ms(profile),
+        "span_ms": [min(b for b, _ in spans), max(e for _, e in spans)] if spans else None,
+        "contents": host_contents(profile),
     }
     return HostInfo(summary, errors, warnings, info)
 
@@ -114,11 +136,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
         diagnostics.warnings.extend(f"{host}: {m}" for m in part.warnings)
         diagnostics.info.extend(f"{host}: {m}" for m in part.info)
         hosts.append({"host": host, **part.summary})
+    facts = request.run_facts()
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
         host_count=len(hosts),
         total_events=sum(h["num_events"] for h in hosts),
         hosts=hosts,
+        views=view_needs([(h["host"], h["contents"]) for h in hosts],
+                         lambda view: VIEWS[view].available(facts),
+                         [v.name for v in ordered_views()]),
     )
 
 
@@ -133,6 +159,12 @@ def _always(_: RunFacts) -> bool:
     return True
 
 
+def views_table(doc: dict[str, Any]) -> Table:
+    header = ["view", "needs", "found", "has_data", "offered"]
+    return header, [[row[k] for k in header] for row in doc["views"]]
+
+
 VIEW = register(
-    View(NAME, VERSION, build, _always, combines_hosts=True, tables={"lines": lines_table})
+    View(NAME, VERSION, build, _always, combines_hosts=True,
+         tables={"lines": lines_table, "views": views_table})
 )

@@ -14,6 +14,7 @@ import { KernelStats } from "./kernel_stats";
 import { MemoryProfile } from "./memory_profile";
 import { OverviewPage } from "./overview_page";
 import { PodViewer } from "./pod_viewer";
+import { ProfileInfo } from "./profile_info";
 import { TensorflowStats } from "./tensorflow_stats";
 import { TfDataBottleneckAnalysis } from "./tf_data_bottleneck_analysis";
 import { TraceViewer } from "./trace_viewer/view";
@@ -29,6 +30,7 @@ export const VIEW_NAMES = [
   "memory_profile",
   "pod_viewer",
   "tf_data_bottleneck_analysis",
+  "profile_info",
 ] as const;
 
 export type ViewName = (typeof VIEW_NAMES)[number];
@@ -42,6 +44,7 @@ const LABELS: Readonly<Record<ViewName, string>> = {
   memory_profile: "Memory profile",
   pod_viewer: "Pod viewer",
   tf_data_bottleneck_analysis: "tf.data bottlenecks",
+  profile_info: "Profile info",
 };
 
 /** Dedicated renderers; views missing here fall back to GenericView. */
@@ -54,6 +57,7 @@ const RENDERERS: Partial<Record<ViewName, ViewRenderer>> = {
   pod_viewer: PodViewer,
   tf_data_bottleneck_analysis: TfDataBottleneckAnalysis,
   trace_viewer: TraceViewer,
+  profile_info: ProfileInfo,
 };
 
 /** The parameters each view's `data` route takes (docs/api.md); other views take none. */
