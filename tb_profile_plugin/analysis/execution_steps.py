@@ -72,6 +72,13 @@ def step_spans(executions: Executions, module: int) -> tuple[np.ndarray, np.ndar
     return begin, finish, count
 
 
+def step_of(begin: np.ndarray, finish: np.ndarray, start_ps: np.ndarray) -> np.ndarray:
+    """Per start time: the step whose span [begin, finish) holds it, -1 outside every step."""
+    slot = np.searchsorted(begin, start_ps, side="right") - 1
+    inside = (slot >= 0) & (start_ps < finish[np.maximum(slot, 0)])
+    return np.where(inside, slot, -1).astype(np.int64)
+
+
 def execution_steps(forest: Forest, executions: Executions,
                     plane_index: int | None = None) -> ExecutionSteps | None:
     """The steps of a profile without markers, from its dominant module's executions;
@@ -88,10 +95,8 @@ def execution_steps(forest: Forest, executions: Executions,
     device = np.flatnonzero((on_device if has_device else True) & (types >= 0))
     if plane_index is not None:
         device = device[table.plane_index[device] == plane_index]
-    slot = np.searchsorted(begin, start[device], side="right") - 1
-    inside = (slot >= 0) & (start[device] < finish[np.maximum(slot, 0)])
     groups = np.full(len(table), -1, np.int64)
-    groups[device[inside]] = slot[inside]
+    groups[device] = step_of(begin, finish, start[device])
     spans = StepSpans(begin, finish, np.ones(count, bool), np.arange(count, dtype=np.int64))
     steps = step_db_from_spans(spans, types, groups, start, table.end_ps, has_device,
                                drop_partial=False)

@@ -27,11 +27,10 @@ from tb_profile_plugin.trace.host_budget import (
     TRACE_BYTES_PER_FILE_BYTE,
     bytes_text,
     hosts_that_fit,
-    memory_bound_bytes,
 )
 from tb_profile_plugin.trace.window import TraceSet, trace_set, visible_events
 from tb_profile_plugin.xspace.model import Profile
-from tb_profile_plugin.xspace.store import MEMORY_CACHE_ENV
+from tb_profile_plugin.xspace.store import MEMORY_CACHE_ENV, memory_cache_bytes
 
 NAME = "trace_viewer"
 VERSION = 1
@@ -149,7 +148,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         diagnostics.warnings.append(
             f"{len(trace.hosts)} of {len(trace.hosts) + len(not_shown)} hosts shown: the "
             "trace of every host would not fit the server's memory bound "
-            f"({MEMORY_CACHE_ENV} = {bytes_text(memory_bound_bytes())}; a host's trace "
+            f"({MEMORY_CACHE_ENV} = {bytes_text(memory_cache_bytes())}; a host's trace "
             f"holds about {TRACE_BYTES_PER_FILE_BYTE} times its file); not shown: "
             f"{', '.join(not_shown)}. Open a host alone to see its trace, or raise the bound")
     if trace.combined and trace.aligned:

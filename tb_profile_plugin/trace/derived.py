@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable, build_event_table
-from tb_profile_plugin.analysis.execution_steps import dominant_module, step_spans
+from tb_profile_plugin.analysis.execution_steps import dominant_module, step_of, step_spans
 from tb_profile_plugin.analysis.profile_cache import profile_forest
 from tb_profile_plugin.analysis.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
@@ -166,9 +166,7 @@ def _execution_step_of(profile: Profile, table: EventTable) -> np.ndarray:
     if module is None:
         return np.full(len(table), -1, np.int64)
     begin, finish, _ = step_spans(executions, module)
-    slot = np.searchsorted(begin, table.start_ps, side="right") - 1
-    inside = (slot >= 0) & (table.start_ps < finish[np.maximum(slot, 0)])
-    return np.where(inside, slot, -1).astype(np.int64)
+    return step_of(begin, finish, table.start_ps)
 
 
 def _runs(table: EventTable, by_time: np.ndarray, title: str, key: np.ndarray,

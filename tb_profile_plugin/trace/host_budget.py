@@ -11,20 +11,12 @@ least one; the others are named in a warning and each can be opened alone. The e
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from tb_profile_plugin import fs
-from tb_profile_plugin.xspace.store import DEFAULT_MEMORY_CACHE_BYTES, MEMORY_CACHE_ENV
+from tb_profile_plugin.xspace.store import memory_cache_bytes
 
 TRACE_BYTES_PER_FILE_BYTE = 7
-
-
-def memory_bound_bytes() -> int:
-    try:
-        return int(os.environ.get(MEMORY_CACHE_ENV, DEFAULT_MEMORY_CACHE_BYTES))
-    except ValueError:
-        return DEFAULT_MEMORY_CACHE_BYTES
 
 
 def bytes_text(size: int) -> str:
@@ -35,7 +27,7 @@ def bytes_text(size: int) -> str:
 def hosts_that_fit(paths: Mapping[str, str], bound_bytes: int | None = None
                    ) -> tuple[list[str], list[str]]:
     """(hosts shown, hosts left out) of `paths` ({host: file}, in the run's order)."""
-    bound = memory_bound_bytes() if bound_bytes is None else bound_bytes
+    bound = memory_cache_bytes() if bound_bytes is None else bound_bytes
     shown: list[str] = []
     left_out: list[str] = []
     total = 0

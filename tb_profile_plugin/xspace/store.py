@@ -68,11 +68,18 @@ def _unreadable(path: str, exc: OSError) -> str:
             "leading to it")
 
 
+def memory_cache_bytes() -> int:
+    """The memory bound (TB_PROFILE_MEMORY_CACHE_BYTES; the default when unset or not a
+    number)."""
+    try:
+        return int(os.environ.get(MEMORY_CACHE_ENV, DEFAULT_MEMORY_CACHE_BYTES))
+    except ValueError:
+        return DEFAULT_MEMORY_CACHE_BYTES
+
+
 class ProfileStore:
     def __init__(self, max_bytes: int | None = None, disk_cache_dir: Path | None = None) -> None:
-        if max_bytes is None:
-            max_bytes = int(os.environ.get(MEMORY_CACHE_ENV, DEFAULT_MEMORY_CACHE_BYTES))
-        self.max_bytes = max_bytes
+        self.max_bytes = memory_cache_bytes() if max_bytes is None else max_bytes
         self._disk_cache_dir = disk_cache_dir
         self._entries: collections.OrderedDict[str, _Entry] = collections.OrderedDict()
         self._bytes = 0
