@@ -39,6 +39,24 @@ class Nesting:
     parent: np.ndarray  # int64 per event: index of the enclosing event, -1 at top level
 
 
+def start_order(start_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray | None:
+    """The order by (start, end descending, position), or None when the events are in it
+    already (a producer's line usually is: no sort, no copy)."""
+    step = np.diff(start_ps)
+    if not np.any(step < 0):
+        tie = step == 0
+        if not np.any(end_ps[1:][tie] > end_ps[:-1][tie]):
+            return None
+        return np.lexsort((-end_ps, start_ps))
+    order = np.argsort(start_ps, kind="stable")  # timsort: nearly sorted starts
+    s = start_ps[order]
+    e = end_ps[order]
+    tie = s[1:] == s[:-1]
+    if np.any(e[1:][tie] > e[:-1][tie]):
+        return np.lexsort((-end_ps, start_ps))
+    return order
+
+
 def compute_nesting(
     start_ps: np.ndarray, end_ps: np.ndarray, line_bounds: np.ndarray
 ) -> Nesting:
@@ -53,7 +71,8 @@ def compute_nesting(
         if hi - lo == 0:
             continue
         s, e = start_ps[lo:hi], end_ps[lo:hi]
-        by_start = np.lexsort((-e, s))  # start ascending, longer first
+        order = start_order(s, e)  # start ascending, longer first (None: already so)
+        by_start = np.arange(hi - lo) if order is None else order
         s_o, e_o = s[by_start], e[by_start]
         close_t = np.where(e_o == s_o, s_o * 2 + 1, e_o * 2)
         keys = np.concatenate([close_t * 2, s_o * 4 + 1])  # close (…0) before open (…1)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_profile_plugin.analysis.nesting import stack_nesting
+from tb_profile_plugin.analysis.nesting import stack_nesting, start_order
 
 
 def depth_order(start_ps: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -32,7 +32,7 @@ def depth_order(start_ps: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, n
     n = len(start_ps)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    by_start = _by_start(start_ps, end_ps)
+    by_start = start_order(start_ps, end_ps)
     s = start_ps if by_start is None else start_ps[by_start]
     e = end_ps if by_start is None else end_ps[by_start]
     close_by_start = 2 * e
@@ -58,21 +58,3 @@ def depth_order(start_ps: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, n
     by_depth = np.argsort(small, kind="stable")  # radix sort for int16
     order = by_depth if by_start is None else by_start[by_depth]
     return order, small[by_depth].astype(np.int32)
-
-
-def _by_start(start_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray | None:
-    """The order by (start, end descending, position), or None when the events are in it
-    already (a producer's line usually is: no sort, no copy)."""
-    step = np.diff(start_ps)
-    if not np.any(step < 0):
-        tie = step == 0
-        if not np.any(end_ps[1:][tie] > end_ps[:-1][tie]):
-            return None
-        return np.lexsort((-end_ps, start_ps))
-    order = np.argsort(start_ps, kind="stable")  # timsort: nearly sorted starts
-    s = start_ps[order]
-    e = end_ps[order]
-    tie = s[1:] == s[:-1]
-    if np.any(e[1:][tie] > e[:-1][tie]):
-        return np.lexsort((-end_ps, start_ps))
-    return order
