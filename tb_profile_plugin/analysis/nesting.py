@@ -64,54 +64,74 @@ def compute_nesting(
     n = len(start_ps)
     depth = np.zeros(n, np.int32)
     parent = np.full(n, -1, np.int64)
-    # Global order of open boundaries (line-major), and each open's depth.
-    open_order_parts: list[np.ndarray] = []
     for k in range(len(line_bounds) - 1):
         lo, hi = int(line_bounds[k]), int(line_bounds[k + 1])
-        if hi - lo == 0:
-            continue
-        s, e = start_ps[lo:hi], end_ps[lo:hi]
-        order = start_order(s, e)  # start ascending, longer first (None: already so)
-        by_start = np.arange(hi - lo) if order is None else order
-        s_o, e_o = s[by_start], e[by_start]
-        close_t = np.where(e_o == s_o, s_o * 2 + 1, e_o * 2)
-        keys = np.concatenate([close_t * 2, s_o * 4 + 1])  # close (…0) before open (…1)
-        count = hi - lo
-        boundary = np.argsort(keys, kind="stable")
-        delta = np.where(boundary < count, -1, 1)
-        running = np.cumsum(delta)
-        is_open = boundary >= count
-        opened = by_start[boundary[is_open] - count]  # local event index, in boundary order
-        local_depth = np.empty(count, np.int32)
-        local_depth[opened] = running[is_open] - 1
-        closed = by_start[boundary[~is_open]]
-        if np.array_equal(running[~is_open], local_depth[closed]):
-            depth[lo + opened] = local_depth[opened]
-            open_order_parts.append(lo + opened)
-        else:  # some events overlap without nesting: nest this line as a stack would
-            line_parent, line_depth = stack_nesting(by_start, close_t)
-            depth[lo:hi] = line_depth
-            parent[lo:hi] = np.where(line_parent >= 0, line_parent + lo, -1)
-    if not open_order_parts:
-        return Nesting(depth, parent)
-    open_order = np.concatenate(open_order_parts)  # global event ids in global boundary order
-    open_depth = depth[open_order].astype(np.int64)
-    # The parent of the open at position p and depth d is the last open before p at depth
-    # d - 1: one search over the opens keyed by (depth, position), whatever the depth.
-    count = len(open_order)
-    key = open_depth * (count + 1) + np.arange(count)
-    by_key = np.sort(key)
-    child_pos = np.flatnonzero(open_depth > 0)
-    wanted = (open_depth[child_pos] - 1) * (count + 1) + child_pos
-    k = np.searchsorted(by_key, wanted) - 1
-    valid = (k >= 0) & (by_key[np.maximum(k, 0)] // (count + 1) == open_depth[child_pos] - 1)
-    candidate = open_order[by_key[np.maximum(k, 0)] % (count + 1)]
-    child = open_order[child_pos]
-    same_line = np.searchsorted(line_bounds, candidate, "right") == np.searchsorted(
-        line_bounds, child, "right")
-    ok = valid & same_line
-    parent[child[ok]] = candidate[ok]
+        if hi > lo:
+            checkpoint()
+            _nest_line(start_ps[lo:hi], end_ps[lo:hi], depth[lo:hi], parent[lo:hi])
+            parent[lo:hi][parent[lo:hi] >= 0] += lo
     return Nesting(depth, parent)
+
+
+def _nest_line(s: np.ndarray, e: np.ndarray, depth: np.ndarray, parent: np.ndarray) -> None:
+    """Fills `depth` and `parent` (line-local indices) of one line's events.
+
+    In start order (longer first at equal starts) the opens are already in boundary order, so
+    no sort of all 2m boundaries is needed: with close keys 4·end (a zero-length event:
+    4·start + 2) and open keys 4·start + 1, the depth of the i-th open is i minus the closes
+    before it, and the line nests properly when the count just after each close (the opens
+    before it minus the closes up to it, ties in start order) is the closing event's own depth.
+    The parent of an open at depth d is then the last earlier open at depth d - 1: one search
+    over the opens ordered by (depth, position), a stable, linear-time sort of small depths."""
+    count = len(s)
+    order = start_order(s, e)  # start ascending, longer first (None: already so)
+    if order is not None:
+        s, e = s[order], e[order]
+    close_t = np.where(e == s, s * 2 + 1, e * 2)  # doubled close times, in start order
+    del e
+    open_key = s * 4 + 1
+    del s
+    by_close = np.argsort(close_t, kind="stable")  # ties keep start order, as boundaries do
+    close_sorted = close_t[by_close] * 2
+    # Depth of the i-th open: i minus the closes before it (keys are sorted queries).
+    local = np.arange(count, dtype=np.int64)
+    local -= np.searchsorted(close_sorted, open_key)
+    local_depth = local.astype(np.int32)
+    del local
+    # Count just after the r-th close: opens before it minus r + 1.
+    after_close = np.searchsorted(open_key, close_sorted)
+    del open_key, close_sorted
+    after_close -= np.arange(1, count + 1)
+    nested = np.array_equal(after_close, local_depth[by_close])
+    del after_close, by_close
+    if not nested:  # some events overlap without nesting: nest this line as a stack would
+        by_start = np.arange(count) if order is None else order
+        line_parent, line_depth = stack_nesting(by_start, close_t)
+        depth[:] = line_depth
+        parent[:] = line_parent
+        return
+    del close_t
+    # Parent: the last open before i at depth d - 1, by one search over (depth, position).
+    small = local_depth.astype(np.int16) if count and local_depth.max() < 2**15 else local_depth
+    by_depth = np.argsort(small, kind="stable")  # radix sort for 16-bit depths
+    del small
+    stride = count + 1
+    key = local_depth[by_depth].astype(np.int64) * stride + by_depth  # ascending
+    children = by_depth[local_depth[by_depth] > 0]
+    wanted = (local_depth[children].astype(np.int64) - 1) * stride + children  # ascending
+    at = np.searchsorted(key, wanted) - 1
+    found = key[np.maximum(at, 0)]
+    ok = (at >= 0) & (found // stride == wanted // stride)
+    local_parent = np.full(count, -1, np.int64)
+    local_parent[children[ok]] = found[ok] % stride
+    if order is None:
+        depth[:] = local_depth
+        parent[:] = local_parent
+        return
+    depth[order] = local_depth
+    has = local_parent >= 0
+    local_parent[has] = order[local_parent[has]]
+    parent[order] = local_parent
 
 
 def stack_nesting(by_start: np.ndarray, close_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -203,6 +223,8 @@ _WALK_CHECK_LEVEL = 8
 def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """Per event: some strict ancestor (by `parent`) is in `mask`."""
     found = np.zeros(len(mask), bool)
+    if not mask.any():  # (most masks are a rare event name: nothing to walk)
+        return found
     ancestor = parent.copy()
     live = np.flatnonzero(ancestor >= 0)
     for level in range(WALK_LEVELS):

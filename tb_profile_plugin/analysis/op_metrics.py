@@ -32,7 +32,12 @@ from tb_profile_plugin.analysis.forest import Forest
 from tb_profile_plugin.analysis.nesting import compute_nesting, under
 from tb_profile_plugin.analysis.op_names import Op, OpCategory, is_tf_op_name, parse_op
 from tb_profile_plugin.analysis.step_db import EventType, union_per_group
-from tb_profile_plugin.xspace.producers import CanonicalColumns
+from tb_profile_plugin.xspace.producers import (
+    CanonicalColumns,
+    PlaneKind,
+    is_accelerator_plane,
+    plane_kind,
+)
 
 IDLE = "IDLE"
 
@@ -101,6 +106,8 @@ _CATEGORY_NAMES = {
 def _eager(table: EventTable, parent: np.ndarray) -> np.ndarray:
     """Per event: under EagerKernelExecute and not under ExecutorState::Process (same line)."""
     eager_root = table.event_mask(table.names_matching(lambda s: s == "EagerKernelExecute"))
+    if not eager_root.any():  # graph-only programs: no walk up the nesting at all
+        return eager_root
     executor = table.event_mask(table.names_matching(lambda s: s == "ExecutorState::Process"))
     return under(eager_root, parent) & ~under(executor, parent)
 
@@ -352,6 +359,8 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
     They are named `<module>/<HLO op>` (HLO op names repeat across modules), typed by the HLO
     op's kind (`dot`, `loop_fusion`), category "XLA". IDLE is left as the TensorFlow ops gave it.
     """
+    if not _host_lines_may_hold_hlo_ops(table):
+        return host  # (and the canonical columns of every event are not built for nothing)
     canon = table.canonical
     events = np.flatnonzero(candidates & (canon.hlo_op >= 0))
     if len(events) == 0:
@@ -379,6 +388,18 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
                    np.append(rows.occurrences, 0), np.append(rows.total_ps, idle),
                    np.append(rows.self_ps, idle), np.append(rows.eager_self_ps, 0),
                    np.append(rows.min_ps, 0))
+
+
+def _host_lines_may_hold_hlo_ops(table: EventTable) -> bool:
+    """Whether a line off the accelerators can give an event an HLO op: host planes only
+    through an `hlo_op` stat (producers.py `_host_line_columns`), other planes in more ways."""
+    for plane, _ in table.lines:
+        if is_accelerator_plane(plane.name):
+            continue
+        if (plane_kind(plane.name) != PlaneKind.HOST
+                or plane.stat_metadata.id_of("hlo_op") is not None):
+            return True
+    return False
 
 
 def _device_kind(kernel_name: str) -> str:
