@@ -76,6 +76,8 @@ export interface DataTableProps<Row> {
   readonly pageSize?: number;
   readonly empty: ComponentChildren;
   readonly caption?: string;
+  /** Many columns: narrower cell padding, so a wide table (kernel stats) fits 1280 px. */
+  readonly dense?: boolean;
 }
 
 function compare(a: number | string | null, b: number | string | null): number {
@@ -182,7 +184,7 @@ export function DataTable<Row>(props: DataTableProps<Row>) {
   const layout = useMemo(() => columnLayout(columns, rows), [columns, rows]);
 
   const table = (
-    <table class="data-table fitted" data-testid={testid}>
+    <table class={props.dense ? "data-table fitted dense" : "data-table fitted"} data-testid={testid}>
       {props.caption ? <caption>{props.caption}</caption> : null}
       <thead>
         <tr>

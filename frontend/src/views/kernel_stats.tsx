@@ -5,7 +5,8 @@
  * Cores, the share launched by ops that could use them, the number of kernels), a pie of
  * the kernels with the most total time (top 10, the rest as Other), then the kernel table:
  * every column of the document (dimensions as `x,y,z`, Tensor Core flags as yes/no badges;
- * the shared memory's static and dynamic parts in its cell's title, so the table fits 1280 px),
+ * the shared memory's static and dynamic parts in its cell's title; dense cells and narrow
+ * name columns, so the whole row fits a 1280 px window),
  * sortable, filterable by kernel name and by op name, 100 rows a page, downloadable as CSV.
  * On XLA captures an HLO op column follows the op column. Long kernel and op names are cut in
  * the middle, the full name in the cell's title. A GPU profile without kernels shows the
@@ -164,6 +165,11 @@ function flag(
   };
 }
 
+/** The name columns' least width: with 14 figure columns, the three names (kernel, op, HLO op)
+ * get what is left of a 1280 px window, so the whole row shows without scrolling sideways;
+ * wider windows give the names the rest (full names on hover, in the pie and the CSV). */
+const NAME_MIN_EM = "6.5em";
+
 const COLUMNS: readonly Column<KernelRow>[] = [
   count("rank", "#", "Rank by total time", "3.5em"),
   {
@@ -171,6 +177,7 @@ const COLUMNS: readonly Column<KernelRow>[] = [
     label: "Kernel",
     value: (row) => row.kernel_name,
     ellipsis: true,
+    width: NAME_MIN_EM,
   },
   {
     key: "op_name",
@@ -179,6 +186,7 @@ const COLUMNS: readonly Column<KernelRow>[] = [
     value: (row) => row.op_name,
     render: (row) => row.op_name || "—",
     ellipsis: true,
+    width: NAME_MIN_EM,
   },
   count("occurrences", "Count", "Occurrences: how many times the kernel was launched", "5.5em"),
   duration("total_duration_us", "Total µs", "Total time of all launches (µs)"),
@@ -226,7 +234,7 @@ const HLO_OP_COLUMN: Column<KernelRow> = {
   value: (row) => row.hlo_op,
   render: (row) => row.hlo_op || "—",
   ellipsis: true,
-  width: "9em",
+  width: NAME_MIN_EM,
 };
 
 /** The kernel table's columns: the HLO op column only where some row has one. */
@@ -364,6 +372,7 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
             sortable
             filters={FILTERS}
             pageSize={100}
+            dense
             empty="No kernels: see the diagnostics."
           />
         </Section>

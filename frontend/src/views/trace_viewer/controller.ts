@@ -39,8 +39,9 @@ import {
   WindowLoader,
   WindowStore,
   covers,
-  prefetchViews,
+  prefetchCandidates,
   requestFor,
+  requestServes,
   type LoadedCoverage,
   type WindowRequest,
 } from "./window_cache";
@@ -68,7 +69,10 @@ export interface HoverInfo {
 /** The widest drawn blocks reported to the test hook. */
 const MAX_HOOK_BLOCKS = 20;
 
-export type WindowFetcher = (request: WindowRequest) => Promise<{ win: TraceWindow; url: string }>;
+export type WindowFetcher = (
+  request: WindowRequest,
+  signal?: AbortSignal,
+) => Promise<{ win: TraceWindow; url: string }>;
 
 const FRAME_HISTORY = 60;
 
@@ -466,7 +470,10 @@ export class TraceController {
       this.loader.cancelQueued();
       return true;
     }
-    this.loader.ask(requestFor(this.viewValue, this.trackWidthPx, this.fullUs));
+    const view = this.viewValue;
+    this.loader.ask(requestFor(view, this.trackWidthPx, this.fullUs), (other) =>
+      requestServes(other, view, this.trackWidthPx, this.fullUs),
+    );
     return false;
   }
 
@@ -478,10 +485,10 @@ export class TraceController {
       this.pointerX !== null && this.pointerX >= GUTTER_WIDTH_PX
         ? this.timeAtX(this.pointerX)
         : (view.startUs + view.endUs) / 2;
-    for (const candidate of prefetchViews(view, at)) {
-      const next = clampView(candidate, this.fullUs);
-      if (this.store.find(next, this.trackWidthPx, this.fullUs) !== null) continue;
-      this.loader.prefetch(requestFor(next, this.trackWidthPx, this.fullUs));
+    const clamp = (next: TimeView) => clampView(next, this.fullUs);
+    for (const candidate of prefetchCandidates(view, at, this.trackWidthPx, this.fullUs, clamp)) {
+      if (this.store.find(candidate.shows, candidate.showsPx, this.fullUs) !== null) continue;
+      this.loader.prefetch(candidate.request);
       return;
     }
   }

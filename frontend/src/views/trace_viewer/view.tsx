@@ -98,7 +98,7 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
     const spacer = spacerRef.current;
     if (scroller === null || canvas === null || spacer === null) return undefined;
     setWin(initial);
-    const fetcher = async (request: WindowRequest) => {
+    const fetcher = async (request: WindowRequest, signal?: AbortSignal) => {
       const url = routeUrl("data", {
         run,
         tag: VIEW,
@@ -107,7 +107,7 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
         end_time_ms: String(request.endMs),
         resolution: String(request.resolution),
       });
-      return { win: parseWindow(await getJson<unknown>(url)), url };
+      return { win: parseWindow(await getJson<unknown>(url, signal)), url };
     };
     const controller = new TraceController(
       scroller,

@@ -14,8 +14,9 @@
  * never a blank.
  *
  * Prefetch: while nothing is needed, the controller asks for the windows a next move is
- * likely to need (zoom in 4x about the pointer, zoom out 4x, a pan of two view widths either
- * way; `prefetchViews`), one at a time, and keeps the answers (`WindowStore`), so a zoom or
+ * likely to need (the whole view at 4x the density, so a zoom in about any point is there;
+ * zoom in 4x about the pointer, zoom out 4x, a pan of two view widths either way;
+ * `prefetchCandidates`), one at a time, and keeps the answers (`WindowStore`), so a zoom or
  * pan past the loaded window usually switches to a window already there instead of waiting
  * for the server.
  */
@@ -71,7 +72,23 @@ export function covers(
   return loadedPxPerUs >= neededPxPerUs * 0.999;
 }
 
-export type Fetcher<T> = (request: WindowRequest) => Promise<T>;
+/** Fetches a window; `signal` aborts it (a prefetch no longer worth its server time). */
+export type Fetcher<T> = (request: WindowRequest, signal?: AbortSignal) => Promise<T>;
+
+/** Whether the answer to `request` will draw `view` (not knowing yet whether it filters). */
+export function requestServes(
+  request: WindowRequest,
+  view: TimeView,
+  widthPx: number,
+  fullUs: number,
+): boolean {
+  const coverage = {
+    windowMs: [request.startMs, request.endMs] as const,
+    resolution: request.resolution,
+    filteredEvents: 1,
+  };
+  return covers(coverage, view, widthPx, fullUs);
+}
 
 export interface LoaderEvents<T> {
   /** A window the view asked for arrived (or a prefetched one it asked for meanwhile). */
@@ -85,8 +102,10 @@ export interface LoaderEvents<T> {
 
 /**
  * One request the view needs in flight at most (the latest ask wins the queue), and beside
- * it at most one prefetch, sent only while nothing is needed. Asking for the window a
- * prefetch is already fetching adopts that prefetch instead of sending it again.
+ * it at most one prefetch, sent only while nothing is needed. Asking for a window that a
+ * prefetch in flight will also serve adopts that prefetch instead of sending another; asking
+ * for one it will not serve aborts the prefetch first, so the server spends its time on what
+ * the view needs (it stops a request whose client left).
  */
 export class WindowLoader<T> {
   private inFlight: WindowRequest | null = null;
@@ -96,6 +115,7 @@ export class WindowLoader<T> {
   /** The last request answered (or failed): never asked again in a row. */
   private answered: WindowRequest | null = null;
   private prefetchInFlight: WindowRequest | null = null;
+  private prefetchAbort: AbortController | null = null;
   /** The view asked for the window the prefetch in flight fetches. */
   private adopted = false;
   private disposed = false;
@@ -123,14 +143,21 @@ export class WindowLoader<T> {
     return this.inFlight === null && this.queued === null && !this.adopted && !this.landing;
   }
 
-  /** Asks for `request`; sent now if nothing is in flight, else queued (replacing any queued). */
-  ask(request: WindowRequest): void {
+  /**
+   * Asks for `request`; sent now if nothing is in flight, else queued (replacing any queued).
+   * `servedBy` says whether another request's answer would do as well (a prefetch in flight).
+   */
+  ask(request: WindowRequest, servedBy?: (other: WindowRequest) => boolean): void {
     if (this.disposed) return;
     if (this.answered !== null && sameRequest(this.answered, request)) {
       this.queued = null;
       return;
     }
-    if (this.prefetchInFlight !== null && sameRequest(this.prefetchInFlight, request)) {
+    const prefetch = this.prefetchInFlight;
+    if (
+      prefetch !== null &&
+      (sameRequest(prefetch, request) || (servedBy !== undefined && servedBy(prefetch)))
+    ) {
       this.queued = null;
       if (!this.adopted) {
         this.adopted = true;
@@ -144,6 +171,7 @@ export class WindowLoader<T> {
       else this.queued = null;
       return;
     }
+    if (prefetch !== null && !this.adopted) this.prefetchAbort?.abort();
     this.send(request);
   }
 
@@ -151,8 +179,10 @@ export class WindowLoader<T> {
   prefetch(request: WindowRequest): boolean {
     if (this.disposed || !this.idle || this.prefetchInFlight !== null) return false;
     this.prefetchInFlight = request;
+    const abort = new AbortController();
+    this.prefetchAbort = abort;
     this.prefetches += 1;
-    this.fetcher(request).then(
+    this.fetcher(request, abort.signal).then(
       (data) => this.landPrefetch(data, request),
       () => this.landPrefetch(null, request),
     );
@@ -167,6 +197,7 @@ export class WindowLoader<T> {
   dispose(): void {
     this.disposed = true;
     this.queued = null;
+    this.prefetchAbort?.abort();
   }
 
   private send(request: WindowRequest): void {
@@ -180,7 +211,9 @@ export class WindowLoader<T> {
   }
 
   private landPrefetch(data: T | null, request: WindowRequest): void {
+    if (this.prefetchInFlight !== request) return; // an aborted one, already replaced
     this.prefetchInFlight = null;
+    this.prefetchAbort = null;
     const adopted = this.adopted;
     this.adopted = false;
     if (this.disposed) return;
@@ -227,23 +260,66 @@ export function sameRequest(a: WindowRequest, b: WindowRequest): boolean {
 /** Zoom factor of the prefetched zoom-in and zoom-out levels. */
 export const PREFETCH_ZOOM = 4;
 
-/**
- * The views whose windows to prefetch around `view`, most likely first: zoomed in
- * PREFETCH_ZOOM times about `atUs` (the pointer; W/S and ctrl+wheel zoom about it), zoomed
- * out as much about the centre, then panned by two view widths right and left (the loaded
- * window already reaches one width either way).
- */
-export function prefetchViews(view: TimeView, atUs: number): TimeView[] {
+/** A window worth prefetching: the request, and the view it is meant to show across
+ * `showsPx` pixels (when a kept window already shows it so, the prefetch is not needed). */
+export interface PrefetchCandidate {
+  readonly request: WindowRequest;
+  readonly shows: TimeView;
+  readonly showsPx: number;
+}
+
+function zoomedAbout(view: TimeView, atUs: number, factor: number): TimeView {
   const span = view.endUs - view.startUs;
   const ratio = (atUs - view.startUs) / span;
-  const inSpan = span / PREFETCH_ZOOM;
+  const newSpan = span / factor;
+  return { startUs: atUs - ratio * newSpan, endUs: atUs + (1 - ratio) * newSpan };
+}
+
+/**
+ * The windows to prefetch around `view`, most likely first:
+ *
+ * 1. the zoom-in level of the whole view: the view itself at PREFETCH_ZOOM times the pixel
+ *    density of a normal request, so a zoom in of up to PREFETCH_ZOOM x (2 x that at one
+ *    pixel per screen pixel) about ANY point of the view is served without a fetch, wherever
+ *    the pointer goes next (a prefetch about the pointer missed zooms about a new point);
+ * 2. zoomed in PREFETCH_ZOOM times about `atUs` (the pointer): a normal request, whose margins
+ *    also serve the next zoom there;
+ * 3. zoomed out as much about the centre, then panned by two view widths right and left (the
+ *    loaded window already reaches one width either way).
+ *
+ * The zoom-in level asks for PREFETCH_ZOOM x OVERSAMPLE x `widthPx` pixels over one view
+ * width: 8 / 6 of a normal request's 3 widths x 2 x `widthPx`, so its answer is about as big.
+ */
+export function prefetchCandidates(
+  view: TimeView,
+  atUs: number,
+  widthPx: number,
+  fullUs: number,
+  clamp: (view: TimeView) => TimeView,
+): PrefetchCandidate[] {
+  const span = view.endUs - view.startUs;
+  const inside = clamp(view);
+  const level: WindowRequest = {
+    startMs: Math.max(0, inside.startUs) / 1000,
+    endMs: Math.min(fullUs, inside.endUs) / 1000,
+    resolution: Math.max(1, Math.round(PREFETCH_ZOOM * OVERSAMPLE * widthPx)),
+  };
   const centre = (view.startUs + view.endUs) / 2;
   const outSpan = span * PREFETCH_ZOOM;
-  return [
-    { startUs: atUs - ratio * inSpan, endUs: atUs + (1 - ratio) * inSpan },
+  const views = [
+    zoomedAbout(view, atUs, PREFETCH_ZOOM),
     { startUs: centre - outSpan / 2, endUs: centre + outSpan / 2 },
     { startUs: view.startUs + 2 * span, endUs: view.endUs + 2 * span },
     { startUs: view.startUs - 2 * span, endUs: view.endUs - 2 * span },
+  ].map(clamp);
+  return [
+    // Shown at PREFETCH_ZOOM x the screen's pixels: any zoom in of up to that much inside it.
+    { request: level, shows: inside, showsPx: PREFETCH_ZOOM * widthPx },
+    ...views.map((next) => ({
+      request: requestFor(next, widthPx, fullUs),
+      shows: next,
+      showsPx: widthPx,
+    })),
   ];
 }
 
