@@ -109,15 +109,15 @@ def verdict(steps: StepDb) -> Verdict:
 
 
 def steps_json(steps: StepDb) -> list[dict[str, object]]:
+    """One row per step. Columns are converted whole (the same float64 divisions as one value
+    at a time), rows only zipped: 200k steps no longer take seconds of numpy scalars."""
     cats = category_ps(steps)
-    rows = []
-    for i in range(len(steps)):
-        rows.append({
-            "step_num": int(steps.step_num[i]),
-            "step_time_ms": float(steps.duration_ps[i]) / _PS_PER_MS,
-            "breakdown_ms": {name: float(values[i]) / _PS_PER_MS for name, values in cats.items()},
-        })
-    return rows
+    names = list(cats)
+    columns = [(values.astype(np.float64) / _PS_PER_MS).tolist() for values in cats.values()]
+    times_ms = (steps.duration_ps.astype(np.float64) / _PS_PER_MS).tolist()
+    rows = zip(steps.step_num.tolist(), times_ms, zip(*columns, strict=True), strict=True)
+    return [{"step_num": num, "step_time_ms": time_ms,
+             "breakdown_ms": dict(zip(names, row, strict=True))} for num, time_ms, row in rows]
 
 
 def category_stats_ms(steps: StepDb) -> dict[str, Stats]:

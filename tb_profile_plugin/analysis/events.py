@@ -26,6 +26,31 @@ from tb_profile_plugin.xspace.producers import (
 )
 
 
+@dataclass(frozen=True)
+class SparseStat:
+    """An integer stat of the events that carry it: `rows` (event indices, ascending) and their
+    `values` (EventTable.stat_rows)."""
+
+    rows: np.ndarray  # int64
+    values: np.ndarray  # int64
+
+    def where(self, keep: np.ndarray) -> SparseStat:
+        return SparseStat(self.rows[keep], self.values[keep])
+
+    def at(self, events: np.ndarray, fill: int) -> np.ndarray:
+        """The value at each of `events`, `fill` where the event does not carry the stat."""
+        if len(self.rows) == 0:
+            return np.full(len(events), fill, np.int64)
+        slot = np.minimum(np.searchsorted(self.rows, events), len(self.rows) - 1)
+        return np.where(self.rows[slot] == events, self.values[slot], fill)
+
+    def mask(self, num_events: int, keep: np.ndarray | None = None) -> np.ndarray:
+        """Per event: carries the stat (and `keep` holds for its value)."""
+        out = np.zeros(num_events, bool)
+        out[self.rows if keep is None else self.rows[keep]] = True
+        return out
+
+
 @dataclass
 class EventTable:
     """Flat columns over every event of the chosen lines; `line_bounds[k]` = start of line k."""
@@ -75,6 +100,28 @@ class EventTable:
                 out.flags.writeable = False  # shared by every caller: never written
             self._stat_cache[key] = out
         return out
+
+    def stat_rows(self, stat_name: str) -> SparseStat:
+        """The events that carry an integer stat and its value (the last one where an event
+        has it twice, as `int_stat`), without a dense column: flow, step and marker stats sit
+        on a few percent of the events, and a dense int64 column costs 8 bytes for each.
+        Not kept: each caller holds it only while it needs it."""
+        rows: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for k, (plane, line) in enumerate(self.lines):
+            stat_id = plane.stat_metadata.id_of(stat_name)
+            if stat_id is None:
+                continue
+            stats = line.stats
+            sel = stats.rows_with(stat_id)
+            row = stats.row[sel]
+            last = np.ones(len(row), bool)  # stat rows are in event order: last of each run
+            last[:-1] = row[1:] != row[:-1]
+            rows.append(row[last].astype(np.int64) + int(self.line_bounds[k]))
+            values.append(stats.value[sel][last])
+        if not rows:
+            return SparseStat(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return SparseStat(np.concatenate(rows), np.concatenate(values))
 
     def float_stat(self, stat_name: str) -> np.ndarray:
         """Dense float64 column of a numeric stat (NaN where absent)."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_profile_plugin.analysis.events import EventTable
+from tb_profile_plugin.analysis.events import EventTable, SparseStat
 from tb_profile_plugin.analysis.nesting import (
     WALK_LEVELS,
     Nesting,
@@ -103,47 +103,58 @@ def _key_ids(*columns: np.ndarray, valid: np.ndarray | None = None) -> np.ndarra
 
 @dataclass(frozen=True)
 class _Link:
-    """Sources and targets that share a key: each target takes the min over its key's sources."""
+    """Sources and targets that share a key: each target takes the min over its key's sources.
+    Only the linked events are held (a few percent of a profile), not a column per event."""
 
-    source_key: np.ndarray  # key id per event, -1 when not a source
-    target_key: np.ndarray  # key id per event, -1 when not a target
+    sources: np.ndarray  # int64 event indices
+    source_key: np.ndarray  # int64 key id per source
+    targets: np.ndarray  # int64 event indices
+    target_key: np.ndarray  # int64 key id per target
     num_keys: int
 
     def apply(self, group: np.ndarray) -> bool:
         if self.num_keys == 0:
             return False
         best = np.full(self.num_keys, _NONE, np.int64)
-        sources = np.flatnonzero(self.source_key >= 0)
-        np.minimum.at(best, self.source_key[sources], group[sources])
-        targets = np.flatnonzero(self.target_key >= 0)
-        proposed = best[self.target_key[targets]]
-        better = proposed < group[targets]
+        np.minimum.at(best, self.source_key, group[self.sources])
+        proposed = best[self.target_key]
+        better = proposed < group[self.targets]
         if not better.any():
             return False
-        group[targets[better]] = proposed[better]
+        group[self.targets[better]] = proposed[better]
         return True
 
 
 def _link(source_cols: tuple[np.ndarray, ...], target_cols: tuple[np.ndarray, ...],
-          source_mask: np.ndarray, target_mask: np.ndarray) -> _Link:
-    n = len(source_mask)
+          sources: np.ndarray, targets: np.ndarray) -> _Link:
+    """The link between `sources` and `targets` (event indices) keyed by the tuples of their
+    columns (values at those events)."""
+    n = len(sources)
     both = [np.concatenate([s, t]) for s, t in zip(source_cols, target_cols, strict=True)]
-    mask = np.concatenate([source_mask, target_mask])
-    ids = _key_ids(*both, valid=mask)  # ids may be negative (64-bit flow ids): keyed as given
+    ids = _key_ids(*both, valid=np.ones(n + len(targets), bool))  # keyed as given (may be < 0)
     num_keys = int(ids.max()) + 1 if len(ids) and ids.max() >= 0 else 0
-    return _Link(ids[:n], ids[n:], num_keys)
+    return _Link(sources, ids[:n], targets, ids[n:], num_keys)
+
+
+def _both(first: SparseStat, second: SparseStat) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Events carrying both stats (neither equal to the `_ABSENT` fill), and the two values."""
+    first = first.where(first.values != _ABSENT)
+    second = second.where(second.values != _ABSENT)
+    rows, i, j = np.intersect1d(first.rows, second.rows, assume_unique=True,
+                                return_indices=True)
+    return rows, first.values[i], second.values[j]
 
 
 def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
     """The forest of `table`'s events (`nesting`: the table's, when the caller has it)."""
     if nesting is None:
         nesting = compute_nesting(table.start_ps, table.end_ps, table.line_bounds)
-    producer_group = table.int_stat("group_id")
-    if np.any(producer_group >= 0):
-        return _producer_forest(table, nesting, producer_group)
+    if np.any(table.stat_rows("group_id").values >= 0):
+        return _producer_forest(table, nesting, table.int_stat("group_id"))
     n = len(table)
-    is_async = table.int_stat("_a", 0) > 0
-    parent = np.where(is_async, -1, nesting.parent)
+    is_async = table.stat_rows("_a")
+    parent = nesting.parent.copy()
+    parent[is_async.rows[is_async.values > 0]] = -1
 
     links = _cross_thread_links(table)
     roots, rule = _find_roots(table, nesting)
@@ -227,10 +238,11 @@ def _adopt_tracer_launches(table: EventTable, roots: np.ndarray, group: np.ndarr
     starts, ends = table.start_ps[roots], table.end_ps[roots]  # roots in rank order
     if np.any(starts[1:] < ends[:-1]):
         return  # overlapping steps: time says nothing about which step launched a kernel
-    correlation = table.int_stat("correlation_id")
+    correlation = table.stat_rows("correlation_id")
+    launches = correlation.rows[correlation.values >= 0]
     reached = np.bincount(table.line_index[group != _NONE], minlength=len(table.lines)) > 0
-    orphans = np.flatnonzero((correlation >= 0) & ~table.on_device & (group == _NONE)
-                             & ~reached[table.line_index])
+    orphans = launches[~table.on_device[launches] & (group[launches] == _NONE)
+                       & ~reached[table.line_index[launches]]]
     if len(orphans) == 0:
         return
     slot = np.searchsorted(starts, table.start_ps[orphans], side="right") - 1
@@ -280,37 +292,34 @@ def _cross_thread_links(table: EventTable) -> list[_Link]:
     written: flow ids are 64-bit and often negative, so presence (not sign) says a stat is
     there."""
     links: list[_Link] = []
-
-    def stat(name: str) -> np.ndarray:
-        return table.int_stat(name, _ABSENT)
-
-    producer_type, producer_id = stat("_pt"), stat("_p")
-    consumer_type, consumer_id = stat("_ct"), stat("_c")
+    producers, producer_type, producer_id = _both(table.stat_rows("_pt"), table.stat_rows("_p"))
+    consumers, consumer_type, consumer_id = _both(table.stat_rows("_ct"), table.stat_rows("_c"))
     links.append(_link((producer_type, producer_id), (consumer_type, consumer_id),
-                       (producer_type != _ABSENT) & (producer_id != _ABSENT),
-                       (consumer_type != _ABSENT) & (consumer_id != _ABSENT)))
-    step_id, iter_num = stat("id"), stat("iter_num")
+                       producers, consumers))
     executor = table.event_mask(table.names_matching(lambda s: s == EXECUTOR_PROCESS))
     get_next = table.event_mask(table.names_matching(
         lambda s: s.startswith(ITERATOR_GET_NEXT_COMPUTE)))
     if executor.any() and get_next.any():
-        keyed = (step_id != _ABSENT) & (iter_num != _ABSENT)
-        links.append(_link((step_id, iter_num), (step_id, iter_num),
-                           executor & keyed, get_next & keyed))
-    correlation = stat("correlation_id")
-    has_corr = correlation != _ABSENT
-    if has_corr.any():
+        keyed, step_id, iter_num = _both(table.stat_rows("id"), table.stat_rows("iter_num"))
+        source, target = executor[keyed], get_next[keyed]
+        links.append(_link((step_id[source], iter_num[source]),
+                           (step_id[target], iter_num[target]), keyed[source], keyed[target]))
+    correlation = table.stat_rows("correlation_id")
+    correlation = correlation.where(correlation.values != _ABSENT)
+    if len(correlation.rows):
         on_device = np.array([p.name.startswith("/device:") for p in table.profile.planes]
-                             + [False])[table.plane_index]
-        links.append(_link((correlation,), (correlation,), has_corr & ~on_device,
-                           has_corr & on_device))
+                             + [False])[table.plane_index[correlation.rows]]
+        values = correlation.values
+        links.append(_link((values[~on_device],), (values[on_device],),
+                           correlation.rows[~on_device], correlation.rows[on_device]))
     return links
 
 
 def _find_roots(table: EventTable, nesting: Nesting) -> tuple[np.ndarray, str]:
     if _has_tf_loops(table):
         return np.zeros(0, np.int64), "loop"
-    explicit = (table.int_stat("_r", 0) > 0) & ~_in_tf_data(table, nesting)
+    marked = table.stat_rows("_r")
+    explicit = marked.mask(len(table), marked.values > 0) & ~_in_tf_data(table, nesting)
     function_run = table.event_mask(table.names_matching(lambda s: s == FUNCTION_RUN))
     keras = table.event_mask(table.names_matching(lambda s: bool(KERAS_STEP_PATTERN.search(s))))
     if np.any(explicit & ~function_run):
@@ -342,9 +351,9 @@ def _outermost(mask: np.ndarray, nesting: Nesting) -> np.ndarray:
 
 def _executor_keys(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     executor = table.event_mask(table.names_matching(lambda s: s == EXECUTOR_PROCESS))
-    step_id, iter_num = table.int_stat("id", _ABSENT), table.int_stat("iter_num", _ABSENT)
-    events = np.flatnonzero(executor & (step_id != _ABSENT) & (iter_num != _ABSENT))
-    return events, step_id[events], iter_num[events]
+    keyed, step_id, iter_num = _both(table.stat_rows("id"), table.stat_rows("iter_num"))
+    chosen = executor[keyed]
+    return keyed[chosen], step_id[chosen], iter_num[chosen]
 
 
 def _has_tf_loops(table: EventTable) -> bool:
@@ -372,7 +381,7 @@ def _loop_iterations(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndar
 def _step_numbers(table: EventTable, nesting: Nesting, roots: np.ndarray, rule: str) -> np.ndarray:
     """step_num of the root (or of its nearest ancestor that has one), else iter_num, else
     the group's index."""
-    step_num = table.int_stat("step_num")
+    step_num = table.stat_rows("step_num")
     parent = nesting.parent
     result = np.full(len(roots), -1, np.int64)
     current = roots.copy()
@@ -380,14 +389,14 @@ def _step_numbers(table: EventTable, nesting: Nesting, roots: np.ndarray, rule: 
         live = (current >= 0) & (result < 0)
         if not live.any():
             break
-        result[live] = step_num[current[live]]
+        result[live] = step_num.at(current[live], -1)
         current[live] = parent[current[live]]
     else:
         rest = (current >= 0) & (result < 0)
         if rest.any():  # deeper: every event's nearest numbered ancestor, n·log(depth)
-            result[rest] = nearest_marked(step_num, step_num >= 0, parent)[current[rest]]
+            dense = table.int_stat("step_num")
+            result[rest] = nearest_marked(dense, dense >= 0, parent)[current[rest]]
     if rule == "loop":
-        iter_num = table.int_stat("iter_num", _ABSENT)
-        iter_num = np.where(iter_num == _ABSENT, -1, iter_num)
-        result = np.where(result < 0, iter_num[roots], result)
+        iter_num = table.stat_rows("iter_num").at(roots, _ABSENT)
+        result = np.where(result < 0, np.where(iter_num == _ABSENT, -1, iter_num), result)
     return np.where(result < 0, np.arange(len(roots)), result)
