@@ -46,6 +46,7 @@ from tb_profile_plugin.trace.derived import (
     XLA_OPS,
     derive_tracks,
 )
+from tb_profile_plugin.trace.lod import levels_of, summarise
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import LineKind, PlaneKind, kind_of, plane_kind
 from tb_profile_plugin.xspace.schema import (
@@ -96,6 +97,10 @@ class TraceIndex:
     source_row: np.ndarray  # int64: the XEvent's row in its line
     segment_bounds: np.ndarray  # int64, len(segments) + 1
     segment_track: np.ndarray  # int32 per segment
+    #: Level of detail (trace/lod.py): per segment whether its events are disjoint, per block
+    #: of 64 events the largest of their durations and gaps before them.
+    segment_disjoint: np.ndarray  # bool per segment
+    block_max_ps: np.ndarray  # int64 per block of lod.FANOUT events
     lines: list[tuple[int, Line]]  # (plane index, line) of every source line
     absolute_origin_ns: int
     num_derived_events: int
@@ -107,11 +112,18 @@ class TraceIndex:
 
     @property
     def first_ps(self) -> int:
-        return int(self.start_ps.min()) if len(self) else 0
+        """The earliest start (kept: every window request asks for it)."""
+        return int(self.lazy("first_ps", lambda: int(self.start_ps.min()) if len(self) else 0))
 
     @property
     def last_ps(self) -> int:
-        return int(self.end_ps.max()) if len(self) else 0
+        return int(self.lazy("last_ps", lambda: int(self.end_ps.max()) if len(self) else 0))
+
+    @property
+    def lod_levels(self) -> list[np.ndarray]:
+        """The block maxima and the levels above them (trace/lod.py), built on first use."""
+        levels: list[np.ndarray] = self.lazy("lod_levels", lambda: levels_of(self.block_max_ps))
+        return levels
 
     def track_of(self, event_ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.track_bounds, event_ids, "right") - 1
@@ -305,6 +317,8 @@ def _assemble(
         processes.append(Process(pid, plane.name, pid - 1, p_index, threads))
 
     sizes = np.concatenate(segment_sizes) if segment_sizes else np.zeros(0, np.int64)
+    segment_bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    disjoint, block_max_ps = summarise(start_ps, end_ps, segment_bounds)
     return TraceIndex(
         profile=profile,
         processes=processes,
@@ -318,9 +332,11 @@ def _assemble(
         depth=depth_col,
         source_line=source_line,
         source_row=source_row,
-        segment_bounds=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        segment_bounds=segment_bounds,
         segment_track=(np.concatenate(segment_track) if segment_track
                        else np.zeros(0, np.int32)),
+        segment_disjoint=disjoint,
+        block_max_ps=block_max_ps,
         lines=lines,
         absolute_origin_ns=absolute_origin_ns(profile),
         num_derived_events=num_derived,

@@ -20,16 +20,18 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin.trace.index import Process, Thread, TraceIndex
+from tb_profile_plugin.trace.lod import FANOUT
 from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.model import Profile
 
-INDEX_FORMAT_VERSION = 1
+INDEX_FORMAT_VERSION = 2
 _SUFFIX = ".tbpi"
 #: The index's arrays, in the entry's order, with the dtype each must have.
 _ARRAYS = {
     "track_bounds": np.int64, "start_ps": np.int64, "end_ps": np.int64,
     "max_end_ps": np.int64, "name_id": np.int32, "depth": np.int32, "source_line": np.int32,
     "source_row": np.int64, "segment_bounds": np.int64, "segment_track": np.int32,
+    "segment_disjoint": np.bool_, "block_max_ps": np.int64,
 }
 _EVENT_ARRAYS = ("start_ps", "end_ps", "max_end_ps", "name_id", "depth", "source_line",
                  "source_row")
@@ -94,6 +96,10 @@ def _index_of(profile: Profile, header: dict[str, Any], arrays: list[np.ndarray]
             or len(segment_bounds) != len(columns["segment_track"]) + 1
             or (len(segment_bounds) and (segment_bounds[0] != 0 or segment_bounds[-1] != n))
             or np.any(np.diff(segment_bounds) < 0)
+            or len(columns["segment_disjoint"]) != len(columns["segment_track"])
+            or len(columns["block_max_ps"]) != -(-n // FANOUT)
+            or (len(columns["segment_disjoint"])
+                and int(columns["segment_disjoint"].view(np.uint8).max()) > 1)
             or [t.track for t in tracks] != list(range(len(tracks)))
             or not all(isinstance(s, str) for s in names)):
         raise ValueError("index columns do not fit together")
@@ -109,4 +115,5 @@ def _index_of(profile: Profile, header: dict[str, Any], arrays: list[np.ndarray]
         max_end_ps=columns["max_end_ps"], name_id=columns["name_id"], depth=columns["depth"],
         source_line=columns["source_line"], source_row=columns["source_row"],
         segment_bounds=segment_bounds, segment_track=columns["segment_track"],
+        segment_disjoint=columns["segment_disjoint"], block_max_ps=columns["block_max_ps"],
     )

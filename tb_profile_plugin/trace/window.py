@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.trace.index import TraceIndex, trace_index
+from tb_profile_plugin.trace.lod import segment_view
 from tb_profile_plugin.xspace.model import Profile
 
 #: A window holding at most this many events (per host) is returned whole at any resolution.
@@ -198,9 +199,15 @@ def _count_per_segment(mask: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return running[bounds[1:]] - running[bounds[:-1]]
 
 
-def _visible_events(
-    index: TraceIndex, a_ps: int, b_ps: int, resolution: int, unfiltered_max_events: int,
-) -> Visible:
+#: A disjoint segment holding more than this many candidates per pixel column (and at least
+#: `_LOD_MIN_EVENTS`) is answered by the level of detail (trace/lod.py) instead of a scan.
+_LOD_EVENTS_PER_COLUMN = 4
+_LOD_MIN_EVENTS = 4096
+
+
+def _candidate_ranges(index: TraceIndex, a_ps: int, b_ps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per segment, [lo, hi): from the first event whose running-max end reaches a_ps to the
+    last whose start is at most b_ps."""
     bounds = index.segment_bounds
     starts, max_end = index.start_ps, index.max_end_ps
     num_segments = len(bounds) - 1
@@ -214,26 +221,95 @@ def _visible_events(
     else:  # very many (track, depth) rows: count per segment in one pass over the events
         lo = bounds[:-1] + _count_per_segment(max_end < a_ps, bounds)
         hi = bounds[:-1] + _count_per_segment(starts <= b_ps, bounds)
-    counts = np.maximum(hi - lo, 0)
+    return lo, hi
+
+
+def _overlapping(
+    index: TraceIndex, lo: np.ndarray, counts: np.ndarray, a_ps: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, segment) of the candidates [lo, lo + counts) that end at or after a_ps, in
+    segment order, by start within a segment."""
     total = int(counts.sum())
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
     ids = np.arange(total, dtype=np.int64) + np.repeat(lo - offsets, counts)
-    segment = np.repeat(np.arange(num_segments, dtype=np.int64), counts)
+    segment = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     overlapping = index.end_ps[ids] >= a_ps
-    ids, segment = ids[overlapping], segment[overlapping]
-    num_filtered = 0
-    blocks = NO_BLOCKS
-    pixel_ps = (b_ps - a_ps) / resolution if resolution > 0 else 0.0
-    if pixel_ps > 1.0 and len(ids) > unfiltered_max_events:
-        start = index.start_ps[ids]
-        end = index.end_ps[ids]
-        blocks = density_blocks(ids, segment, start, end, pixel_ps)
-        column = np.floor((np.maximum(start, a_ps) - a_ps) / pixel_ps).astype(np.int64)
-        keep = (end - start) >= pixel_ps
+    return ids[overlapping], segment[overlapping]
+
+
+def _scan(
+    index: TraceIndex, ids: np.ndarray, segment: np.ndarray, a_ps: int, pixel_ps: float,
+) -> tuple[np.ndarray, np.ndarray, DensityBlocks]:
+    """The visible (ids, segment) and density blocks of overlapping events, reading each."""
+    start = index.start_ps[ids]
+    end = index.end_ps[ids]
+    blocks = density_blocks(ids, segment, start, end, pixel_ps)
+    column = np.floor((np.maximum(start, a_ps) - a_ps) / pixel_ps).astype(np.int64)
+    keep = (end - start) >= pixel_ps
+    if len(keep):
         keep[0] = True
         keep[1:] |= (column[1:] != column[:-1]) | (segment[1:] != segment[:-1])
-        num_filtered = int(len(ids) - np.count_nonzero(keep))
-        ids, segment = ids[keep], segment[keep]
+    return ids[keep], segment[keep], blocks
+
+
+def _by_level_of_detail(
+    index: TraceIndex, segments: np.ndarray, lo: np.ndarray, hi: np.ndarray, a_ps: int,
+    b_ps: int, pixel_ps: float,
+) -> tuple[np.ndarray, np.ndarray, DensityBlocks]:
+    """`_scan`'s answer for disjoint segments, from the level of detail (trace/lod.py)."""
+    kept, kept_segment, parts = [], [], []
+    for s in segments.tolist():  # a loop per big (track, depth) in the window
+        view = segment_view(index.start_ps, index.end_ps, index.lod_levels, int(lo[s]),
+                            int(hi[s]), a_ps, b_ps, pixel_ps)
+        kept.append(view.kept)
+        kept_segment.append(np.full(len(view.kept), s, np.int64))
+        parts.append(DensityBlocks(np.full(len(view.block_count), s, np.int64),
+                                   index.start_ps[view.block_first], view.block_end_ps,
+                                   view.block_count, view.block_first))
+    return np.concatenate(kept), np.concatenate(kept_segment), _joined(parts)
+
+
+def _joined(parts: list[DensityBlocks]) -> DensityBlocks:
+    """Blocks of several parts in one order: by segment, then first event (= start)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return NO_BLOCKS
+    if len(parts) == 1:
+        return parts[0]
+    segment, start, end, count, first = (np.concatenate([getattr(p, f) for p in parts])
+                                         for f in ("segment", "start_ps", "end_ps", "count",
+                                                   "first_id"))
+    order = np.lexsort((first, segment))
+    return DensityBlocks(segment[order], start[order], end[order], count[order], first[order])
+
+
+def _visible_events(
+    index: TraceIndex, a_ps: int, b_ps: int, resolution: int, unfiltered_max_events: int,
+) -> Visible:
+    lo, hi = _candidate_ranges(index, a_ps, b_ps)
+    counts = np.maximum(hi - lo, 0)
+    pixel_ps = (b_ps - a_ps) / resolution if resolution > 0 else 0.0
+    if pixel_ps > 1.0:
+        lod = index.segment_disjoint & (
+            counts > max(_LOD_EVENTS_PER_COLUMN * resolution, _LOD_MIN_EVENTS))
+    else:
+        lod = np.zeros(len(counts), bool)
+    ids, segment = _overlapping(index, lo, np.where(lod, 0, counts), a_ps)
+    # every candidate of a disjoint segment overlaps the window
+    total = len(ids) + int(counts[lod].sum())
+    num_filtered = 0
+    blocks = NO_BLOCKS
+    if pixel_ps > 1.0 and total > unfiltered_max_events:
+        ids, segment, blocks = _scan(index, ids, segment, a_ps, pixel_ps)
+        if lod.any():
+            more_ids, more_segment, more_blocks = _by_level_of_detail(
+                index, np.flatnonzero(lod), lo, hi, a_ps, b_ps, pixel_ps)
+            ids = np.concatenate([ids, more_ids])
+            segment = np.concatenate([segment, more_segment])
+            blocks = _joined([blocks, more_blocks])
+        num_filtered = total - len(ids)
+    elif lod.any():  # few enough to return them all
+        ids, segment = _overlapping(index, lo, counts, a_ps)
     track = index.segment_track[segment]
     order = np.lexsort((ids, index.start_ps[ids], track))
     return Visible(ids[order], num_filtered, blocks)

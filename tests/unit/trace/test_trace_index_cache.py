@@ -26,7 +26,8 @@ CAPTURES = {
     "keras_fit": next((DATA / "keras_fit").glob("**/*.xplane.pb")),
 }
 _ARRAYS = ("track_bounds", "start_ps", "end_ps", "max_end_ps", "name_id", "depth",
-           "source_line", "source_row", "segment_bounds", "segment_track")
+           "source_line", "source_row", "segment_bounds", "segment_track", "segment_disjoint",
+           "block_max_ps")
 
 
 def _same(a: TraceIndex, b: TraceIndex) -> None:
