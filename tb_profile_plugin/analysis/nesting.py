@@ -92,16 +92,26 @@ def _nest_line(s: np.ndarray, e: np.ndarray, depth: np.ndarray, parent: np.ndarr
     open_key = s * 4 + 1
     del s
     by_close = np.argsort(close_t, kind="stable")  # ties keep start order, as boundaries do
-    close_sorted = close_t[by_close] * 2
-    # Depth of the i-th open: i minus the closes before it (keys are sorted queries).
-    local = np.arange(count, dtype=np.int64)
-    local -= np.searchsorted(close_sorted, open_key)
-    local_depth = local.astype(np.int32)
+    # All boundaries in time order: two sorted runs merged by one stable sort (linear); opens
+    # are odd, closes even, so the k-th odd value is the k-th open and the k-th even one the
+    # k-th close, and their positions count what came before them.
+    merged = np.concatenate([close_t[by_close] * 2, open_key])
+    del open_key
+    merged.sort(kind="stable")
+    is_open = (merged & 1).astype(bool)
+    del merged
+    ramp = np.arange(count, dtype=np.int64)
+    # Depth of the i-th open: i minus the closes before it.
+    local = np.flatnonzero(is_open)
+    local -= ramp
+    local_depth = ramp.astype(np.int32)
+    local_depth -= local.astype(np.int32)
     del local
     # Count just after the r-th close: opens before it minus r + 1.
-    after_close = np.searchsorted(open_key, close_sorted)
-    del open_key, close_sorted
-    after_close -= np.arange(1, count + 1)
+    after_close = np.flatnonzero(~is_open)
+    del is_open
+    after_close -= 2 * ramp + 1
+    del ramp
     nested = np.array_equal(after_close, local_depth[by_close])
     del after_close, by_close
     if not nested:  # some events overlap without nesting: nest this line as a stack would
@@ -112,8 +122,10 @@ def _nest_line(s: np.ndarray, e: np.ndarray, depth: np.ndarray, parent: np.ndarr
         return
     del close_t
     # Parent: the last open before i at depth d - 1, by one search over (depth, position).
-    small = local_depth.astype(np.int16) if count and local_depth.max() < 2**15 else local_depth
-    by_depth = np.argsort(small, kind="stable")  # radix sort for 16-bit depths
+    deepest = int(local_depth.max()) if count else 0
+    small = local_depth.astype(np.int8 if deepest < 2**7 else np.int16 if deepest < 2**15
+                                else np.int32)
+    by_depth = np.argsort(small, kind="stable")  # a radix sort for 8- and 16-bit depths
     del small
     stride = count + 1
     key = local_depth[by_depth].astype(np.int64) * stride + by_depth  # ascending
@@ -225,18 +237,22 @@ def under(mask: np.ndarray, parent: np.ndarray) -> np.ndarray:
     found = np.zeros(len(mask), bool)
     if not mask.any():  # (most masks are a rare event name: nothing to walk)
         return found
-    ancestor = parent.copy()
-    live = np.flatnonzero(ancestor >= 0)
+    # The events still walking and, aligned with them, the ancestor each reaches next: compact
+    # arrays, so a level reads only its own events; an event that found one stops walking.
+    live = np.flatnonzero(parent >= 0)
+    above = parent[live]
     for level in range(WALK_LEVELS):
         if not len(live):
             return found
         if level >= _WALK_CHECK_LEVEL and 2 * len(live) > len(mask):
             break  # most events are deeper still: a runaway chain, finished by jumping
         checkpoint()
-        found[live] |= mask[ancestor[live]]
-        ancestor[live] = parent[ancestor[live]]
-        live = live[ancestor[live] >= 0]
+        hit = mask[above]
+        found[live[hit]] = True
+        above = parent[above]
+        keep = (above >= 0) & ~hit
+        live, above = live[keep], above[keep]
     if len(live):  # deeper than WALK_LEVELS: the rest of each chain in n·log(depth)
         beyond = ancestor_reduce(mask.astype(bool), parent, np.logical_or, False)
-        found[live] |= mask[ancestor[live]] | beyond[ancestor[live]]
+        found[live] |= mask[above] | beyond[above]
     return found
