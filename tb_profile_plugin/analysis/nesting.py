@@ -121,21 +121,30 @@ def _nest_line(s: np.ndarray, e: np.ndarray, depth: np.ndarray, parent: np.ndarr
         parent[:] = line_parent
         return
     del close_t
-    # Parent: the last open before i at depth d - 1, by one search over (depth, position).
+    # Parent: the last open before i at depth d - 1, found by merging the opens ordered by
+    # (depth, position) with the wanted (depth - 1, own position) of every child.
     deepest = int(local_depth.max()) if count else 0
     small = local_depth.astype(np.int8 if deepest < 2**7 else np.int16 if deepest < 2**15
                                 else np.int32)
     by_depth = np.argsort(small, kind="stable")  # a radix sort for 8- and 16-bit depths
     del small
-    stride = count + 1
-    key = local_depth[by_depth].astype(np.int64) * stride + by_depth  # ascending
-    children = by_depth[local_depth[by_depth] > 0]
-    wanted = (local_depth[children].astype(np.int64) - 1) * stride + children  # ascending
-    at = np.searchsorted(key, wanted) - 1
-    found = key[np.maximum(at, 0)]
-    ok = (at >= 0) & (found // stride == wanted // stride)
+    depth_sorted = local_depth[by_depth].astype(np.int64)
+    stride = 2 * (count + 1)
+    child_at = np.flatnonzero(depth_sorted)  # depth-0 opens lead the order
+    merged = np.concatenate([depth_sorted * stride + 2 * by_depth,  # even: opens
+                             (depth_sorted[child_at] - 1) * stride + 2 * by_depth[child_at] + 1])
+    del depth_sorted
+    merged.sort(kind="stable")  # two sorted runs, no equal values
+    # The k-th odd value is the k-th child; the opens before it end with its candidate.
+    at = np.flatnonzero((merged & 1).astype(bool))
+    del merged
+    at -= np.arange(1, len(child_at) + 1)
+    children = by_depth[child_at]
+    del child_at
+    candidate = by_depth[np.maximum(at, 0)]
+    ok = (at >= 0) & (local_depth[candidate] == local_depth[children] - 1)
     local_parent = np.full(count, -1, np.int64)
-    local_parent[children[ok]] = found[ok] % stride
+    local_parent[children[ok]] = candidate[ok]
     if order is None:
         depth[:] = local_depth
         parent[:] = local_parent
