@@ -74,6 +74,10 @@ class EventTable:
     def duration_ps(self) -> np.ndarray:
         return self.end_ps - self.start_ps
 
+    def durations_of(self, events: np.ndarray) -> np.ndarray:
+        """`duration_ps[events]` without the column of every event (8 bytes each)."""
+        return self.end_ps[events] - self.start_ps[events]
+
     def names_matching(self, predicate: object) -> np.ndarray:
         """Boolean per name row: predicate(name) (a Python loop over names, not events)."""
         return np.fromiter((bool(predicate(n)) for n in self.names), bool, len(self.names))  # type: ignore[operator]

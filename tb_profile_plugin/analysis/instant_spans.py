@@ -47,19 +47,29 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
     ev = np.flatnonzero(counted)
     ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
     longer = ev_end > ev_start
-    # (group, time) as one sortable int64 key: time offsets when they fit, else time ranks.
+    # (group, time) as one sortable int64 key: each group's own time span laid end to end
+    # (group g's keys are base[g] + time - first[g]; steps rarely overlap, so the keys span
+    # about the capture), else, when that does not fit, time ranks.
     num_groups = int(ev_group.max()) + 1
-    origin = int(ev_start.min())
-    per_group = int(ev_end.max()) - origin + 1
-    if per_group * (num_groups + 1) < 2**62:
+    first = np.full(num_groups, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, ev_group, ev_start)
+    last = np.full(num_groups, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last, ev_group, ev_end)
+    present = first <= last
+    span = np.where(present, last - np.where(present, first, 0) + 1, 0)
+    if float(span.astype(np.float64).sum()) < 2**62:
         times = None
-        start_key = ev_group * per_group + (ev_start - origin)
-        end_key = ev_group * per_group + (ev_end - origin)
+        base = np.zeros(num_groups, np.int64)
+        np.cumsum(span[:-1], out=base[1:])
+        shift = base - np.where(present, first, 0)  # key = time + shift[group]
+        start_key = ev_start + shift[ev_group]
+        end_key = ev_end + shift[ev_group]
     else:
         times, inverse = np.unique(np.concatenate([ev_start, ev_end]), return_inverse=True)
         per_group = len(times) + 1
-        start_key = ev_group * per_group + inverse[:len(ev)]
-        end_key = ev_group * per_group + inverse[len(ev):]
+        shift = np.arange(num_groups, dtype=np.int64) * per_group
+        start_key = shift[ev_group] + inverse[:len(ev)]
+        end_key = shift[ev_group] + inverse[len(ev):]
     last_key = np.full(num_groups, -1, np.int64)
     np.maximum.at(last_key, ev_group, np.maximum(start_key, end_key))
 
@@ -91,8 +101,8 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
         ])
         # A candidate of a later group has a key beyond this group's last boundary, so the
         # minimum with `last_key` keeps every span inside its own group.
-        offset = stop_key - q_group * per_group
-        stop_ps = offset + origin if times is None else times[offset]
+        offset = stop_key - shift[q_group]
+        stop_ps = offset if times is None else times[offset]
         x_ps = ev_start[queries]
         keep = stop_ps > x_ps
         out.append((np.full(int(keep.sum()), t, np.int64), q_group[keep], x_ps[keep],

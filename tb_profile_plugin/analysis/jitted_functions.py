@@ -90,7 +90,7 @@ def _dispatches(forest: Forest, modules: list[str]) -> tuple[np.ndarray, np.ndar
     nested = (parent >= 0) & (module[np.maximum(parent, 0)] == module)
     host = ~table.on_device & (module >= 0) & ~nested
     counts = np.bincount(module[host], minlength=len(modules))
-    times = np.bincount(module[host], weights=table.duration_ps[host], minlength=len(modules))
+    times = np.bincount(module[host], weights=table.durations_of(host), minlength=len(modules))
     return counts, times
 
 

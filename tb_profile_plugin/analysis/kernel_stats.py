@@ -155,7 +155,7 @@ def build_kernel_stats(table: EventTable) -> KernelStats:
         [plane_kind(p.name) == PlaneKind.GPU for p in table.profile.planes] + [False])
     on_gpu = gpu_plane[table.plane_index]
     details_code, details_text = table.str_stat_codes("kernel_details")
-    kernels = np.flatnonzero(on_gpu & (details_code >= 0) & (table.duration_ps > 0))
+    kernels = np.flatnonzero(on_gpu & (details_code >= 0) & (table.end_ps > table.start_ps))
     num_planes = int(np.count_nonzero(gpu_plane[:-1]))
     if len(kernels) == 0:
         return KernelStats([], num_planes, int(on_gpu.sum()))
@@ -165,7 +165,7 @@ def build_kernel_stats(table: EventTable) -> KernelStats:
                      canon.hlo_op[kernels]], axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.ravel()
-    duration = table.duration_ps[kernels]
+    duration = table.durations_of(kernels)
     k = len(unique)
     counts = np.bincount(inverse, minlength=k)
     total = np.zeros(k, np.int64)

@@ -184,7 +184,7 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
 def compute_precision_ps(table: EventTable, event_types: np.ndarray) -> tuple[int, int]:
     """Device time (ps) of 16-bit and of 32-bit compute, by the step analysis' event types."""
     device_events = np.flatnonzero(table.on_device)
-    duration = table.duration_ps[device_events]
+    duration = table.durations_of(device_events)
     types = event_types[device_events]
     return (int(duration[types == EventType.DEVICE_COMPUTE_16].sum()),
             int(duration[types == EventType.DEVICE_COMPUTE_32].sum()))
@@ -236,7 +236,7 @@ def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
         code_key = {int(c): key_of(op) for c in np.unique(op_code[extra]).tolist()
                     if (op := tagged_ops[c]) is not None}
         event_key[positions] = [code_key[c] for c in op_code[extra].tolist()]
-    host = _aggregate(list(index), event_key, table.duration_ps[host_events], self_time,
+    host = _aggregate(list(index), event_key, table.durations_of(host_events), self_time,
                       eager[host_events], types_by_key, categories_by_key,
                       int(idle) if len(host_events) else None)
 
@@ -371,7 +371,7 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
              for m, h in uniq.tolist()]  # per distinct (module, HLO op)
     types = [canon.text(int(c)) for c in canon.op_type[events[first]].tolist()]
     self_time, _ = _self_times(table, events)
-    xla = _aggregate(names, inverse.ravel().astype(np.int64), table.duration_ps[events],
+    xla = _aggregate(names, inverse.ravel().astype(np.int64), table.durations_of(events),
                      self_time, eager[events], types, ["XLA"] * len(names), None)
     from_tf = host.without_idle()
     idle = host.idle_ps if host.name and host.name[-1] == IDLE else None

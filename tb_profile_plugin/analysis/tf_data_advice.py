@@ -185,7 +185,7 @@ def get_next_calls(table: EventTable, forest: Forest) -> GetNextCalls:
     events = events[np.argsort(table.start_ps[events], kind="stable")]
     return GetNextCalls(forest.group_id[events].astype(np.int64),
                         table.start_ps[events].astype(np.int64),
-                        table.duration_ps[events].astype(np.int64))
+                        table.durations_of(events).astype(np.int64))
 
 
 @dataclass(frozen=True)

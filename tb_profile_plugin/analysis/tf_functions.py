@@ -49,7 +49,7 @@ def tf_functions(table: EventTable) -> tuple[TfFunction, ...]:
     trace_of_name = np.array([trace_index[p] if p else -1 for p in parsed] + [-1], np.int64)
     function = of_name[table.name_id]
     calls = (function >= 0) & ~table.on_device
-    fn, duration = function[calls], table.duration_ps[calls]
+    fn, duration = function[calls], table.durations_of(calls)
     count = len(functions)
     num = np.bincount(fn, minlength=count)
     total = np.bincount(fn, weights=duration, minlength=count)
