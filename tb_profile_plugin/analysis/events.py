@@ -186,27 +186,27 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
     counts = np.array([len(line.events) for _, _, line in chosen], np.int64)
     bounds = np.zeros(len(chosen) + 1, np.int64)
     np.cumsum(counts, out=bounds[1:])
-    names: list[str] = []
+    # Each line is written straight into the table's columns: no per-line parts joined later
+    # (at 10M events each join is a second copy of a column).
+    total = int(bounds[-1])
+    name_id = np.empty(total, np.int64)
+    start = np.empty(total, np.int64)
+    end = np.empty(total, np.int64)
     name_index: dict[str, int] = {}
-    parts_name: list[np.ndarray] = []
-    for _, plane, line in chosen:
+    for k, (_, plane, line) in enumerate(chosen):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
         table = plane.event_metadata
         local = [name_index.setdefault(n, len(name_index)) for n in table.names.tolist()]
         local_ids = np.array(local + [-1], np.int64)
         rows = table.rows_of(line.events.metadata_id)
-        parts_name.append(local_ids[rows])  # rows == -1 picks the trailing -1
+        np.take(local_ids, rows, out=name_id[lo:hi])  # rows == -1 picks the trailing -1
+        start[lo:hi] = line.events.start_ps
+        np.add(start[lo:hi], line.events.duration_ps, out=end[lo:hi])
     names = list(name_index)
     unknown = "<unknown event metadata>"
-    name_id = np.concatenate(parts_name) if parts_name else np.zeros(0, np.int64)
     if np.any(name_id < 0):
-        name_id = np.where(name_id < 0, len(names), name_id)
+        name_id[name_id < 0] = len(names)
         names.append(unknown)
-
-    def cat(values: list[np.ndarray], dtype: type) -> np.ndarray:
-        return np.concatenate(values).astype(dtype, copy=False) if values else np.zeros(0, dtype)
-
-    start = cat([line.events.start_ps for _, _, line in chosen], np.int64)
-    duration = cat([line.events.duration_ps for _, _, line in chosen], np.int64)
     return EventTable(
         profile=profile,
         lines=[(plane, line) for _, plane, line in chosen],
@@ -214,7 +214,7 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
         plane_index=np.repeat(np.array([p for p, _, _ in chosen], np.int32), counts),
         line_index=np.repeat(np.arange(len(chosen), dtype=np.int32), counts),
         start_ps=start,
-        end_ps=start + duration,
+        end_ps=end,
         name_id=name_id,
         names=names,
     )

@@ -76,13 +76,15 @@ def compute_nesting(
 def _nest_line(s: np.ndarray, e: np.ndarray, depth: np.ndarray, parent: np.ndarray) -> None:
     """Fills `depth` and `parent` (line-local indices) of one line's events.
 
-    In start order (longer first at equal starts) the opens are already in boundary order, so
-    no sort of all 2m boundaries is needed: with close keys 4·end (a zero-length event:
-    4·start + 2) and open keys 4·start + 1, the depth of the i-th open is i minus the closes
-    before it, and the line nests properly when the count just after each close (the opens
-    before it minus the closes up to it, ties in start order) is the closing event's own depth.
-    The parent of an open at depth d is then the last earlier open at depth d - 1: one search
-    over the opens ordered by (depth, position), a stable, linear-time sort of small depths."""
+    In start order (longer first at equal starts) the opens are already in boundary order and
+    the closes nearly so: with close keys 4·end (a zero-length event: 4·start + 2) and open keys
+    4·start + 1, all boundaries are two sorted runs that one stable sort merges in linear time.
+    The depth of the i-th open is i minus the closes before it, and the line nests properly
+    when the count just after each close (the opens before it minus the closes up to it, ties
+    in start order) is the closing event's own depth. The parent of an open at depth d is then
+    the last earlier open at depth d - 1: the opens ordered by (depth, position) (a radix sort
+    of small depths) merged with each child's wanted (d - 1, own position). No binary search
+    and no sort of the 2m boundaries: at 10M events those cost seconds in cache misses."""
     count = len(s)
     order = start_order(s, e)  # start ascending, longer first (None: already so)
     if order is not None:

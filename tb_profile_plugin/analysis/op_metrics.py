@@ -141,12 +141,16 @@ def _aggregate(
                    np.append(table.min_ps, 0))
 
 
-def _direct_self_times(table: EventTable, events: np.ndarray,
-                       duration: np.ndarray) -> np.ndarray:
+def _direct_self_times(table: EventTable, events: np.ndarray, duration: np.ndarray,
+                       start: np.ndarray | None = None, end: np.ndarray | None = None,
+                       line: np.ndarray | None = None) -> np.ndarray:
     """`duration` of each of `events` minus that of the events nested directly in it on its
-    line (`events` are line-major, as the table is)."""
-    start, end = table.start_ps[events], table.end_ps[events]
-    counts = np.bincount(table.line_index[events], minlength=len(table.lines))
+    line (`events` are line-major, as the table is); `start`, `end`, `line`: theirs, when the
+    caller has gathered them already."""
+    start = table.start_ps[events] if start is None else start
+    end = table.end_ps[events] if end is None else end
+    line = table.line_index[events] if line is None else line
+    counts = np.bincount(line, minlength=len(table.lines))
     bounds = np.zeros(len(table.lines) + 1, np.int64)
     np.cumsum(counts, out=bounds[1:])
     nesting = compute_nesting(start, end, bounds)
@@ -160,7 +164,7 @@ def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]
     """Self time of each of `events` (minus direct children among them) and the IDLE per line."""
     start, end = table.start_ps[events], table.end_ps[events]
     line = table.line_index[events]
-    self_time = _direct_self_times(table, events, end - start)
+    self_time = _direct_self_times(table, events, end - start, start, end, line)
     idle = 0
     present = np.flatnonzero(np.bincount(line, minlength=len(table.lines)))
     if len(present):
