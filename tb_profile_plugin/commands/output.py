@@ -1,6 +1,6 @@
 """Writing command output: JSON exactly as the routes serve it, CSV tables, terminal colour.
 
-`to_json` is byte for byte what the plugin's `data` route sends (compact separators, no NaN,
+`to_json` is byte for byte what the plugin's `data` route sends (json_text.py: compact,
 numpy scalars as numbers), so `tb-profile summary --json` equals the route's document. Colour
 (ANSI) is used only when the stream is a terminal and NO_COLOR is unset or empty
 (https://no-color.org) and TERM is not "dumb".
@@ -8,24 +8,18 @@ numpy scalars as numbers), so `tb-profile summary --json` equals the route's doc
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, TextIO
 
+from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import csv_table
 from tb_profile_plugin.tools.registry import Table
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
-
-
 def to_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), allow_nan=False, default=_json_default)
+    return json_text(value)
 
 
 def to_csv(table: Table) -> str:

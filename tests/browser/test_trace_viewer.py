@@ -384,3 +384,36 @@ def test_a_zoom_that_needs_new_data_draws_it_within_150_ms(
     )
     assert max(latencies) <= ZOOM_LATENCY_BUDGET_MS
     assert_clean(record)
+
+
+def test_a_zoom_about_a_point_the_pointer_just_reached_is_prefetched_too(
+    page: Page, synthetic_tensorboard_url: str, record: PageRecord
+) -> None:
+    """The pointer jumps somewhere new and the zoom comes at once: no prefetch about the
+    pointer can have seen that point, but the zoom-in level of the whole view (prefetched
+    first, window_cache.prefetchCandidates) serves it. Four 3x zooms, each deeper and about a
+    new point: each leaves what the shown window can draw, and each is drawn within the
+    budget from a prefetched window, with no request sent for it."""
+    base, run, host = synthetic_tensorboard_url, trace_synthetic.BIG_RUN, trace_synthetic.BIG_HOST
+    h = open_viewer(page, base, run, host)
+    width = h["track_width_px"]
+    latencies: list[float] = []
+    for fraction in (0.15, 0.85, 0.4, 0.7):
+        before = wait_hook(page, idle, "an idle viewer")
+        seen = len(before["data_latency_ms"])
+        page.mouse.move(*canvas_point(page, 200 + width * fraction, 120))
+        page.keyboard.down("Control")
+        page.mouse.wheel(0, -550)  # a 3x zoom about the new point
+        page.keyboard.up("Control")
+        after = wait_hook(
+            page, lambda x, n=seen: len(x["data_latency_ms"]) > n and settled(x), "new data drawn"
+        )
+        span = after["view_us"][1] - after["view_us"][0]
+        assert span < (before["view_us"][1] - before["view_us"][0]) / 2.5, "the view did not zoom"
+        assert after["loaded"]["url"] != before["loaded"]["url"], "the shown window was kept"
+        assert after["sent"] == before["sent"], "the zoom waited for a request sent for it"
+        latencies.append(after["data_latency_ms"][-1])
+    print("\nzoom about a new point -> new data drawn: "
+          + ", ".join(f"{t:.0f}" for t in latencies) + " ms")
+    assert max(latencies) <= ZOOM_LATENCY_BUDGET_MS
+    assert_clean(record)

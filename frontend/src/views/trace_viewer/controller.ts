@@ -450,6 +450,7 @@ export class TraceController {
     if (covered) this.prefetch();
     hook.requests = this.loader.requests + this.reused;
     hook.prefetches = this.loader.prefetches;
+    hook.sent = this.loader.sent;
     hook.prefetching = this.loader.prefetching;
     hook.kept_windows = this.store.size;
     publish(hook);

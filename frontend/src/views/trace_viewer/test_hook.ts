@@ -27,7 +27,8 @@
  *                     frame after a load has been drawn)
  *   flow_arrows       flow arrows drawn for the selected event
  *   loading           whether a window the view needs is on its way; requests: how many
- *                     windows the view needed (sent for it, or prefetched and then used)
+ *                     windows the view needed (sent for it, or prefetched and then used);
+ *                     sent: how many of them were sent for it (no prefetch had them)
  *   prefetching       whether a prefetch is in flight; prefetches: how many were sent;
  *                     kept_windows: windows kept for reuse (window_cache.ts)
  *   selected_id       the selected event's id, or null
@@ -80,6 +81,7 @@ export interface TraceHook {
   requests: number;
   prefetching: boolean;
   prefetches: number;
+  sent: number;
   kept_windows: number;
   selected_id: number | null;
   measure_us: [number, number] | null;
@@ -118,6 +120,7 @@ export function newHook(): TraceHook {
     requests: 0,
     prefetching: false,
     prefetches: 0,
+    sent: 0,
     kept_windows: 0,
     selected_id: null,
     measure_us: null,

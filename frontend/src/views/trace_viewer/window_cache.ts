@@ -123,6 +123,8 @@ export class WindowLoader<T> {
   requests = 0;
   /** Prefetch requests sent. */
   prefetches = 0;
+  /** Requests the view needed that were sent (no prefetch was fetching them). */
+  sent = 0;
 
   constructor(
     private readonly fetcher: Fetcher<T>,
@@ -203,6 +205,7 @@ export class WindowLoader<T> {
   private send(request: WindowRequest): void {
     this.inFlight = request;
     this.requests += 1;
+    this.sent += 1;
     this.events.onBusy(true);
     this.fetcher(request).then(
       (data) => this.land(() => this.events.onLoaded(data, request)),
