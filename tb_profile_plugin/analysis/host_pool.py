@@ -104,7 +104,7 @@ def run_on_executor(
         try:
             for index, path in enumerate(paths):
                 if index not in results:
-                    futures[index] = pool.submit(task, worker_path(path))
+                    futures[index] = pool.submit(executors.host_task, task, worker_path(path))
             for index, future in futures.items():
                 results[index] = _result(future)
                 on_done(index)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -29,3 +31,37 @@ def test_a_heavy_request_trims_and_the_next_within_the_interval_does_not(
     assert after <= before - 50 * 2**20, (before, after)  # ~190 MB freed, most returned
     assert not memory_release.release_free_memory(1.0)  # within MIN_INTERVAL_SECONDS
     assert keep is not None
+
+
+_FAULTS_CHILD = r"""
+import resource, sys
+import numpy as np
+from tb_profile_plugin import memory_release
+
+def faults_of_temporaries():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(200):
+        a = np.ones(1 << 17)  # 1 MiB, freed at once: what the analysis does all the time
+        del a
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+untuned = faults_of_temporaries()
+changed = memory_release.tune_worker_allocator()
+again = memory_release.tune_worker_allocator()
+print(untuned, faults_of_temporaries(), changed, again)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_a_worker_whose_environment_fixed_the_trim_threshold_gets_glibcs_dynamic_one_back(
+) -> None:
+    """Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536: each 1 MiB temporary is
+    then a fresh mmap, zero-filled page by page (256 faults). Tuned, the heap reuses it."""
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}
+    out = subprocess.run([sys.executable, "-c", _FAULTS_CHILD], env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
+    untuned, tuned, changed, again = int(out[0]), int(out[1]), out[2], out[3]
+    assert untuned >= 200 * 200, untuned  # about 256 faults per temporary
+    assert tuned < untuned / 20, (untuned, tuned)
+    assert (changed, again) == ("True", "False")  # once per process
+
