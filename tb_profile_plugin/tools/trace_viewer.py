@@ -108,7 +108,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         columns["name"].append(remap[inverse.ravel()] if len(ids) else np.zeros(0, np.int64))
         columns["start"].append((start + h.shift_ps) / _PS_PER_US)
         columns["duration"].append((index.end_ps[ids] - start) / _PS_PER_US)
-        columns["depth"].append(index.depth[ids])
+        columns["depth"].append(index.depth_of(ids))
         blocks = visible.blocks
         if len(blocks):
             block_track = index.segment_track[blocks.segment]
@@ -117,7 +117,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
                               for u in used.tolist()], np.int64)
             density["pid"].append(h.track_pid[block_track])
             density["tid"].append(h.track_tid[block_track])
-            density["depth"].append(index.depth[blocks.first_id])
+            density["depth"].append(index.depth_of(blocks.first_id))
             density["name"].append(remap[inverse.ravel()])
             density["start"].append((blocks.start_ps + h.shift_ps) / _PS_PER_US)
             density["end"].append((blocks.end_ps + h.shift_ps) / _PS_PER_US)

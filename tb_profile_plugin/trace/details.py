@@ -119,7 +119,7 @@ def brief(host: HostTrace, local_id: int) -> dict[str, Any]:
         "tid": int(host.track_tid[track]),
         "start_us": (start + host.shift_ps) / _PS_PER_US,
         "duration_us": (int(index.end_ps[local_id]) - start) / _PS_PER_US,
-        "depth": int(index.depth[local_id]),
+        "depth": int(index.depth_of(np.array([local_id]))[0]),
     }
 
 
@@ -136,14 +136,14 @@ def event_details(trace: TraceSet, event_id: int) -> dict[str, Any]:
     event = brief(host, local)
     track = index.tracks[int(index.track_of(np.array([local]))[0])]
     process = next(p for p in index.processes if track in p.threads)
-    p_index, line = index.lines[int(index.source_line[local])]
+    p_index, line = index.lines[index.source_line_of(local)]
     plane = index.profile.planes[p_index]
     row = int(index.source_row[local])
     stats: dict[str, Any] = {}
     long_name = ""
     if track.derived:
         source = int(_links(index).event_of_source[
-            _links(index).line_offsets[index.source_line[local]] + row])
+            _links(index).line_offsets[index.source_line_of(local)] + row])
         stats["derived_from"] = line.label
         stats["first_event"] = index.names[int(index.name_id[source])]
         stats["first_event_id"] = host.id_offset + source

@@ -90,22 +90,22 @@ class TraceIndex:
     names: list[str]
     start_ps: np.ndarray  # int64
     end_ps: np.ndarray  # int64
-    max_end_ps: np.ndarray  # int64: running max of end_ps within each segment
     name_id: np.ndarray  # int32
-    depth: np.ndarray  # int32
-    source_line: np.ndarray  # int32: index into `lines`
-    source_row: np.ndarray  # int64: the XEvent's row in its line
+    source_row: np.ndarray  # int32 (int64 from 2^31 events): the XEvent's row in its line
     segment_bounds: np.ndarray  # int64, len(segments) + 1
     segment_track: np.ndarray  # int32 per segment
+    segment_depth: np.ndarray  # int32 per segment: the depth of all its events
     #: Level of detail (trace/lod.py): per segment whether its events are disjoint, per block
     #: of 64 events the largest of their durations and gaps before them.
     segment_disjoint: np.ndarray  # bool per segment
     block_max_ps: np.ndarray  # int64 per block of lod.FANOUT events
+    track_source_line: np.ndarray  # int32 per track: its line in `lines`, -1 when derived
+    derived_source_line: np.ndarray  # int32 per event of the derived tracks, in storage order
     lines: list[tuple[int, Line]]  # (plane index, line) of every source line
     absolute_origin_ns: int
     num_derived_events: int
     _lazy: dict[str, Any] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.RLock = field(default_factory=threading.RLock)  # lazy() nests
 
     def __len__(self) -> int:
         return len(self.start_ps)
@@ -125,6 +125,62 @@ class TraceIndex:
         levels: list[np.ndarray] = self.lazy("lod_levels", lambda: levels_of(self.block_max_ps))
         return levels
 
+    @property
+    def depth(self) -> np.ndarray:
+        """int32 per event (built on first use: a segment's events share its depth)."""
+        depth: np.ndarray = self.lazy("depth", lambda: np.repeat(
+            self.segment_depth, np.diff(self.segment_bounds)))
+        return depth
+
+    def depth_of(self, event_ids: np.ndarray) -> np.ndarray:
+        segment = np.searchsorted(self.segment_bounds, event_ids, "right") - 1
+        return self.segment_depth[segment]
+
+    @property
+    def source_line(self) -> np.ndarray:
+        """int32 per event: its source line in `lines` (built on first use)."""
+        line: np.ndarray = self.lazy("source_line", self._source_lines)
+        return line
+
+    def _source_lines(self) -> np.ndarray:
+        line = np.repeat(self.track_source_line, np.diff(self.track_bounds))
+        line[line < 0] = self.derived_source_line
+        return line
+
+    def source_line_of(self, event_id: int) -> int:
+        track = int(self.track_of(np.array([event_id]))[0])
+        line = int(self.track_source_line[track])
+        if line >= 0:
+            return line
+        derived_before = sum(int(self.track_bounds[t + 1] - self.track_bounds[t])
+                             for t in range(track) if self.track_source_line[t] < 0)
+        at = derived_before + event_id - int(self.track_bounds[track])
+        return int(self.derived_source_line[at])
+
+    @property
+    def max_end_ps(self) -> np.ndarray:
+        """int64 per event: the running maximum of ends within each segment (built on first
+        use; in a disjoint segment it is the end itself)."""
+        max_end: np.ndarray = self.lazy("max_end_ps", self._max_ends)
+        return max_end
+
+    def _max_ends(self) -> np.ndarray:
+        max_end = np.array(self.end_ps)
+        for s in np.flatnonzero(~self.segment_disjoint).tolist():
+            seg = max_end[self.segment_bounds[s] : self.segment_bounds[s + 1]]
+            np.maximum.accumulate(seg, out=seg)
+        return max_end
+
+    def segment_max_end(self, segment: int) -> np.ndarray:
+        """The running maximum of ends of one segment's events."""
+        first, last = int(self.segment_bounds[segment]), int(self.segment_bounds[segment + 1])
+        if self.segment_disjoint[segment]:
+            return self.end_ps[first:last]
+        overlapping: dict[int, np.ndarray] = self.lazy("segment_max_end", dict)
+        if segment not in overlapping:
+            overlapping[segment] = np.maximum.accumulate(self.end_ps[first:last])
+        return overlapping[segment]
+
     def track_of(self, event_ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.track_bounds, event_ids, "right") - 1
 
@@ -138,8 +194,8 @@ class TraceIndex:
     @property
     def nbytes(self) -> int:
         return sum(int(a.nbytes) for a in (
-            self.start_ps, self.end_ps, self.max_end_ps, self.name_id, self.depth,
-            self.source_line, self.source_row))
+            self.start_ps, self.end_ps, self.name_id, self.source_row, self.block_max_ps,
+            self.derived_source_line))
 
 
 def absolute_origin_ns(profile: Profile) -> int:
@@ -265,20 +321,20 @@ def _assemble(
     """The columns of every track, in storage order: each track's events gathered once, by
     (depth, start), straight into the index's columns (no per-track copies joined later)."""
     n = sum(len(t.start_ps) for _, _, tracks in per_process for t in tracks)
+    num_derived = sum(len(t.start_ps) for _, _, tracks in per_process for t in tracks
+                      if t.derived)
     start_ps = np.empty(n, np.int64)
     end_ps = np.empty(n, np.int64)
-    max_end_ps = np.empty(n, np.int64)
     name_id = np.empty(n, np.int32)
-    depth_col = np.empty(n, np.int32)
-    source_line = np.empty(n, np.int32)
-    source_row = np.empty(n, np.int64)
+    source_row = np.empty(n, np.int32 if n < 2**31 else np.int64)
+    derived_source_line = np.empty(num_derived, np.int32)
+    track_source_line: list[int] = []
     processes: list[Process] = []
     flat: list[Thread] = []
     track_sizes: list[int] = []
     segment_sizes: list[np.ndarray] = []
     segment_track: list[np.ndarray] = []
-    num_derived = 0
-    at = 0
+    at = at_derived = 0
     for pid, (plane, p_index, tracks) in enumerate(per_process, start=1):
         threads = []
         for tid, t in enumerate(tracks, start=1):
@@ -290,29 +346,24 @@ def _assemble(
             np.take(t.start_ps, order, out=start_ps[here], mode="clip")
             np.take(t.end_ps, order, out=end_ps[here], mode="clip")
             np.take(t.name_id, order, out=name_id[here], mode="clip")
-            depth_col[here] = depth
             if isinstance(t.source_line, int):
-                source_line[here] = t.source_line
+                track_source_line.append(t.source_line)
             else:
-                np.take(t.source_line, order, out=source_line[here], mode="clip")
+                track_source_line.append(-1)
+                derived_source_line[at_derived : at_derived + size] = t.source_line[order]
+                at_derived += size
             if t.source_row is None:
                 source_row[here] = order
             else:
-                np.take(t.source_row, order, out=source_row[here], mode="clip")
+                source_row[here] = t.source_row[order]
             counts = np.bincount(depth, minlength=1) if size else np.zeros(0, np.int64)
-            bounds = at - size + np.concatenate([[0], np.cumsum(counts)])
-            max_end_ps[here] = end_ps[here]
-            for d in range(len(counts)):
-                seg = max_end_ps[bounds[d] : bounds[d + 1]]
-                np.maximum.accumulate(seg, out=seg)
-            thread = Thread(tid, t.name, tid - 1, int(depth.max()) if size else 0,
+            thread = Thread(tid, t.name, tid - 1, len(counts) - 1 if size else 0,
                             size, len(flat), t.derived)
             threads.append(thread)
             segment_sizes.append(counts)
             segment_track.append(np.full(len(counts), len(flat), np.int32))
             flat.append(thread)
             track_sizes.append(size)
-            num_derived += size if t.derived else 0
             del order, depth
         processes.append(Process(pid, plane.name, pid - 1, p_index, threads))
 
@@ -327,16 +378,18 @@ def _assemble(
         names=names,
         start_ps=start_ps,
         end_ps=end_ps,
-        max_end_ps=max_end_ps,
         name_id=name_id,
-        depth=depth_col,
-        source_line=source_line,
         source_row=source_row,
         segment_bounds=segment_bounds,
         segment_track=(np.concatenate(segment_track) if segment_track
                        else np.zeros(0, np.int32)),
+        segment_depth=(np.concatenate([np.arange(len(c), dtype=np.int32)
+                                       for c in segment_sizes]) if segment_sizes
+                       else np.zeros(0, np.int32)),
         segment_disjoint=disjoint,
         block_max_ps=block_max_ps,
+        track_source_line=np.array(track_source_line, np.int32),
+        derived_source_line=derived_source_line,
         lines=lines,
         absolute_origin_ns=absolute_origin_ns(profile),
         num_derived_events=num_derived,

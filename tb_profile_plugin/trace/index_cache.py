@@ -24,17 +24,17 @@ from tb_profile_plugin.trace.lod import FANOUT
 from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.model import Profile
 
-INDEX_FORMAT_VERSION = 2
+INDEX_FORMAT_VERSION = 3
 _SUFFIX = ".tbpi"
-#: The index's arrays, in the entry's order, with the dtype each must have.
+#: The index's arrays, in the entry's order, with the dtype each must have (`source_row`: int32
+#: below 2^31 events, else int64).
 _ARRAYS = {
-    "track_bounds": np.int64, "start_ps": np.int64, "end_ps": np.int64,
-    "max_end_ps": np.int64, "name_id": np.int32, "depth": np.int32, "source_line": np.int32,
-    "source_row": np.int64, "segment_bounds": np.int64, "segment_track": np.int32,
-    "segment_disjoint": np.bool_, "block_max_ps": np.int64,
+    "track_bounds": np.int64, "start_ps": np.int64, "end_ps": np.int64, "name_id": np.int32,
+    "source_row": np.int32, "segment_bounds": np.int64, "segment_track": np.int32,
+    "segment_depth": np.int32, "segment_disjoint": np.bool_, "block_max_ps": np.int64,
+    "track_source_line": np.int32, "derived_source_line": np.int32,
 }
-_EVENT_ARRAYS = ("start_ps", "end_ps", "max_end_ps", "name_id", "depth", "source_line",
-                 "source_row")
+_EVENT_ARRAYS = ("start_ps", "end_ps", "name_id", "source_row")
 
 
 def _entry_key(file_key: str) -> str:
@@ -79,7 +79,10 @@ def _index_of(profile: Profile, header: dict[str, Any], arrays: list[np.ndarray]
     if header.get("version") != INDEX_FORMAT_VERSION or len(arrays) != len(_ARRAYS):
         raise ValueError(f"index format version {header.get('version')!r}")
     columns = dict(zip(_ARRAYS, arrays, strict=True))
+    n = len(columns["start_ps"])
     for name, dtype in _ARRAYS.items():
+        if name == "source_row" and n >= 2**31:
+            dtype = np.int64
         if columns[name].dtype != dtype or columns[name].ndim != 1:
             raise ValueError(f"index column {name} is not {np.dtype(dtype)}")
     lines = [(int(p), profile.planes[p].lines[k]) for p, k in header["lines"]]
@@ -88,7 +91,6 @@ def _index_of(profile: Profile, header: dict[str, Any], arrays: list[np.ndarray]
                  for pid, name, sort_index, plane_index, threads in header["processes"]]
     tracks = [t for p in processes for t in p.threads]
     names = header["names"]
-    n = len(columns["start_ps"])
     track_bounds, segment_bounds = columns["track_bounds"], columns["segment_bounds"]
     if (any(len(columns[c]) != n for c in _EVENT_ARRAYS)
             or len(track_bounds) != len(tracks) + 1 or track_bounds[0] != 0
@@ -97,23 +99,33 @@ def _index_of(profile: Profile, header: dict[str, Any], arrays: list[np.ndarray]
             or (len(segment_bounds) and (segment_bounds[0] != 0 or segment_bounds[-1] != n))
             or np.any(np.diff(segment_bounds) < 0)
             or len(columns["segment_disjoint"]) != len(columns["segment_track"])
+            or len(columns["segment_depth"]) != len(columns["segment_track"])
+            or len(columns["track_source_line"]) != len(tracks)
+            or len(columns["derived_source_line"]) != int(header["num_derived_events"])
+            or [t.derived for t in tracks] != (columns["track_source_line"] < 0).tolist()
+            or int(np.diff(track_bounds)[columns["track_source_line"] < 0].sum())
+            != len(columns["derived_source_line"])
             or len(columns["block_max_ps"]) != -(-n // FANOUT)
             or (len(columns["segment_disjoint"])
                 and int(columns["segment_disjoint"].view(np.uint8).max()) > 1)
             or [t.track for t in tracks] != list(range(len(tracks)))
             or not all(isinstance(s, str) for s in names)):
         raise ValueError("index columns do not fit together")
-    if n and (int(columns["name_id"].min()) < 0 or int(columns["name_id"].max()) >= len(names)
-              or int(columns["source_line"].min()) < 0
-              or int(columns["source_line"].max()) >= len(lines)):
-        raise ValueError("index names or lines out of range")
+    if n and (int(columns["name_id"].min()) < 0 or int(columns["name_id"].max()) >= len(names)):
+        raise ValueError("index names out of range")
+    line_refs = np.concatenate([columns["track_source_line"], columns["derived_source_line"]])
+    if (len(line_refs) and (int(line_refs.max()) >= len(lines)
+                            or int(columns["derived_source_line"].min(initial=0)) < 0)
+            or int(columns["segment_depth"].min(initial=0)) < 0):
+        raise ValueError("index lines or depths out of range")
     return TraceIndex(
         profile=profile, processes=processes, tracks=tracks, names=names, lines=lines,
         absolute_origin_ns=int(header["absolute_origin_ns"]),
         num_derived_events=int(header["num_derived_events"]),
         track_bounds=track_bounds, start_ps=columns["start_ps"], end_ps=columns["end_ps"],
-        max_end_ps=columns["max_end_ps"], name_id=columns["name_id"], depth=columns["depth"],
-        source_line=columns["source_line"], source_row=columns["source_row"],
+        name_id=columns["name_id"], source_row=columns["source_row"],
         segment_bounds=segment_bounds, segment_track=columns["segment_track"],
-        segment_disjoint=columns["segment_disjoint"], block_max_ps=columns["block_max_ps"],
+        segment_depth=columns["segment_depth"], segment_disjoint=columns["segment_disjoint"],
+        block_max_ps=columns["block_max_ps"], track_source_line=columns["track_source_line"],
+        derived_source_line=columns["derived_source_line"],
     )

@@ -209,17 +209,17 @@ def _candidate_ranges(index: TraceIndex, a_ps: int, b_ps: int) -> tuple[np.ndarr
     """Per segment, [lo, hi): from the first event whose running-max end reaches a_ps to the
     last whose start is at most b_ps."""
     bounds = index.segment_bounds
-    starts, max_end = index.start_ps, index.max_end_ps
+    starts = index.start_ps
     num_segments = len(bounds) - 1
     if num_segments <= _SEARCH_SEGMENTS_MAX:
         lo = np.empty(num_segments, np.int64)
         hi = np.empty(num_segments, np.int64)
         for s in range(num_segments):  # a loop per (track, depth), never per event
             first, last = int(bounds[s]), int(bounds[s + 1])
-            lo[s] = first + np.searchsorted(max_end[first:last], a_ps, "left")
+            lo[s] = first + np.searchsorted(index.segment_max_end(s), a_ps, "left")
             hi[s] = first + np.searchsorted(starts[first:last], b_ps, "right")
     else:  # very many (track, depth) rows: count per segment in one pass over the events
-        lo = bounds[:-1] + _count_per_segment(max_end < a_ps, bounds)
+        lo = bounds[:-1] + _count_per_segment(index.max_end_ps < a_ps, bounds)
         hi = bounds[:-1] + _count_per_segment(starts <= b_ps, bounds)
     return lo, hi
 

@@ -151,9 +151,27 @@ def _signed(header_edit: Callable[[dict[str, Any]], Any] | None = None,
         new_start = -(-(PREFIX + len(text)) // 64) * 64
         rest = len(text).to_bytes(8, "little") + text + b"\0" * (new_start - PREFIX - len(text))
         rest += bytes(body)
-        mac = hmac.new(s.secret(), s.key.encode() + b"\0" + rest, hashlib.sha256).digest()
-        s.entry.write_bytes(cache._MAGIC + mac + rest)
+        s.entry.write_bytes(cache._MAGIC + _mac_of(s.secret(), s.key, rest) + rest)
     return poison
+
+
+def _mac_of(secret: bytes, key: str, rest: bytes) -> bytes:
+    """The entry's MAC, as the format defines it, over `rest` (all after the MAC): HMAC-SHA256
+    of the key, the header part up to the data region, and the region's length, sum (mod 2^64)
+    and XOR of its little-endian 64-bit words (the last one padded with zeros)."""
+    header_len = int.from_bytes(rest[:8], "little")
+    start = min(len(rest), -(-(PREFIX + header_len) // 64) * 64 - MAGIC_AND_MAC)
+    region = rest[start:]
+    whole = len(region) // 8 * 8
+    words = [int(w) for w in np.frombuffer(region[:whole], np.uint64)]
+    if whole < len(region):
+        words.append(int.from_bytes(region[whole:].ljust(8, b"\0"), "little"))
+    xor = 0
+    for w in words:
+        xor ^= w
+    digest = b"".join(v.to_bytes(8, "little") for v in (len(region), sum(words) % 2**64, xor))
+    return hmac.new(secret, key.encode() + b"\0" + rest[:start] + digest,
+                    hashlib.sha256).digest()
 
 
 def _other_profile() -> bytes:
@@ -299,8 +317,7 @@ def _header_length_beyond_file(s: Setup) -> None:
     data = bytearray(s.entry.read_bytes())
     data[MAGIC_AND_MAC:PREFIX] = (2**62).to_bytes(8, "little")
     rest = bytes(data[MAGIC_AND_MAC:])
-    data[8:MAGIC_AND_MAC] = hmac.new(s.secret(), s.key.encode() + b"\0" + rest,
-                                     hashlib.sha256).digest()
+    data[8:MAGIC_AND_MAC] = _mac_of(s.secret(), s.key, rest)
     s.entry.write_bytes(bytes(data))
 
 
