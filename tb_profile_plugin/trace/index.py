@@ -171,15 +171,23 @@ class TraceIndex:
             np.maximum.accumulate(seg, out=seg)
         return max_end
 
-    def segment_max_end(self, segment: int) -> np.ndarray:
-        """The running maximum of ends of one segment's events."""
-        first, last = int(self.segment_bounds[segment]), int(self.segment_bounds[segment + 1])
-        if self.segment_disjoint[segment]:
-            return self.end_ps[first:last]
-        overlapping: dict[int, np.ndarray] = self.lazy("segment_max_end", dict)
-        if segment not in overlapping:
-            overlapping[segment] = np.maximum.accumulate(self.end_ps[first:last])
-        return overlapping[segment]
+    @property
+    def overlapping_max_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """(running-max ends of the overlapping segments' events, one after another; per
+        segment where its own begin in that array), built on first use."""
+        built: tuple[np.ndarray, np.ndarray] = self.lazy("overlapping_max_ends",
+                                                         self._overlapping_max_ends)
+        return built
+
+    def _overlapping_max_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        sizes = np.where(self.segment_disjoint, 0, np.diff(self.segment_bounds))
+        at = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        max_end = np.empty(int(sizes.sum()), np.int64)
+        for s in np.flatnonzero(sizes).tolist():  # a loop per overlapping (track, depth)
+            here = max_end[at[s] : at[s] + sizes[s]]
+            np.maximum.accumulate(self.end_ps[self.segment_bounds[s] : self.segment_bounds[s + 1]],
+                                  out=here)
+        return max_end, at
 
     def track_of(self, event_ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.track_bounds, event_ids, "right") - 1

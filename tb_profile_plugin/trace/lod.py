@@ -117,6 +117,18 @@ def _column(start_ps: np.ndarray, a_ps: int, pixel_ps: float) -> np.ndarray:
     return np.floor((np.maximum(start_ps, a_ps) - a_ps) / pixel_ps).astype(np.int64)
 
 
+def _unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (a sort, quick on the nearly sorted inputs here, and a
+    comparison with the neighbour: numpy's hash-based `unique` costs more at these sizes)."""
+    values = np.sort(values)
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
 def _ranges(first: np.ndarray, last: np.ndarray) -> np.ndarray:
     """Every integer of the inclusive ranges [first[k], last[k]] (last >= first - 1)."""
     sizes = last - first + 1
@@ -164,13 +176,17 @@ def segment_view(
     last_column = int(_column(start_ps[hi - 1 : hi], a_ps, pixel_ps)[0])
     x = a_ps + np.arange(1, last_column + 1, dtype=np.float64) * pixel_ps
     zone_first = np.searchsorted(starts, np.floor(x - margin).astype(np.int64), "left")
-    zone_last = np.searchsorted(starts, np.ceil(x + margin).astype(np.int64), "left")
-    steps = np.unique(np.clip(_ranges(zone_first, zone_last), 1, hi - lo - 1)) + lo
+    zone_end = np.ceil(x + margin).astype(np.int64)
+    # most zones hold no start at all: their last position is their first
+    zone_last = zone_first.copy()
+    crowded = np.flatnonzero(starts[np.minimum(zone_first, len(starts) - 1)] < zone_end)
+    zone_last[crowded] = np.searchsorted(starts, zone_end[crowded], "left")
+    steps = _unique(np.clip(_ranges(zone_first, zone_last), 1, hi - lo - 1)) + lo
     steps = steps[steps > lo]
     if len(steps):
         steps = steps[_column(start_ps[steps], a_ps, pixel_ps)
                       != _column(start_ps[steps - 1], a_ps, pixel_ps)]
-    kept = np.union1d(np.concatenate([[lo], steps]).astype(np.int64), wide)
+    kept = _unique(np.concatenate([np.array([lo], np.int64), steps, wide]))
     # density blocks: runs of sub-pixel events between breaks
     after_wide = wide + 1
     after_wide = after_wide[after_wide < hi]
@@ -179,8 +195,8 @@ def segment_view(
     first = [after_wide, gap_starts]
     if end_ps[lo] - start_ps[lo] < pixel_ps:
         first.append(np.array([lo], np.int64))
-    run_first = np.unique(np.concatenate(first))
-    bounds = np.unique(np.concatenate([wide, run_first, [hi]]))
+    run_first = _unique(np.concatenate(first))
+    bounds = _unique(np.concatenate([wide, run_first, np.array([hi], np.int64)]))
     run_next = bounds[np.searchsorted(bounds, run_first, "right")]
     count = run_next - run_first
     block = count >= 2

@@ -189,8 +189,9 @@ def visible_events(
 
 
 #: Above this many (track, depth) segments a window counts per segment with one pass over
-#: the events instead of two binary searches per segment (deep, crafted nesting).
-_SEARCH_SEGMENTS_MAX = 2048
+#: the events instead of binary searches per segment (each of those costs ~25 vectorised
+#: steps over the segments: past about n / 25 segments one pass is cheaper).
+_SEARCH_SEGMENTS_MAX = 1 << 18
 
 
 def _count_per_segment(mask: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -212,16 +213,40 @@ def _candidate_ranges(index: TraceIndex, a_ps: int, b_ps: int) -> tuple[np.ndarr
     starts = index.start_ps
     num_segments = len(bounds) - 1
     if num_segments <= _SEARCH_SEGMENTS_MAX:
+        first, last = bounds[:-1], bounds[1:]
         lo = np.empty(num_segments, np.int64)
-        hi = np.empty(num_segments, np.int64)
-        for s in range(num_segments):  # a loop per (track, depth), never per event
-            first, last = int(bounds[s]), int(bounds[s + 1])
-            lo[s] = first + np.searchsorted(index.segment_max_end(s), a_ps, "left")
-            hi[s] = first + np.searchsorted(starts[first:last], b_ps, "right")
+        disjoint = index.segment_disjoint
+        lo[disjoint] = _search(index.end_ps, first[disjoint], last[disjoint], a_ps, "left")
+        if not disjoint.all():  # running-max ends, kept for the overlapping segments only
+            max_end, at = index.overlapping_max_ends
+            overlapping = ~disjoint
+            lo[overlapping] = first[overlapping] - at[overlapping] + _search(
+                max_end, at[overlapping], at[overlapping] + last[overlapping]
+                - first[overlapping], a_ps, "left")
+        hi = _search(starts, first, last, b_ps, "right")
     else:  # very many (track, depth) rows: count per segment in one pass over the events
         lo = bounds[:-1] + _count_per_segment(index.max_end_ps < a_ps, bounds)
         hi = bounds[:-1] + _count_per_segment(starts <= b_ps, bounds)
     return lo, hi
+
+
+def _search(values: np.ndarray, first: np.ndarray, last: np.ndarray, key: int,
+            side: str) -> np.ndarray:
+    """`first[k] + np.searchsorted(values[first[k]:last[k]], key, side)` for every k at once:
+    a binary search stepped for all ranges together (no loop per range)."""
+    lo, hi = first.astype(np.int64), last.astype(np.int64)
+    if len(values) == 0:
+        return lo
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        value = values[np.minimum(mid, len(values) - 1)]
+        right = (value < key) if side == "left" else (value <= key)
+        right &= active
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
 
 
 def _overlapping(
