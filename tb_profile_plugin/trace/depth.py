@@ -34,27 +34,35 @@ def depth_order(start_ps: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, n
         return np.zeros(0, np.int64), np.zeros(0, np.int32)
     by_start = start_order(start_ps, end_ps)
     s = start_ps if by_start is None else start_ps[by_start]
-    e = end_ps if by_start is None else end_ps[by_start]
-    close_by_start = 2 * e
-    zero = e == s
-    close_by_start[zero] = 2 * s[zero] + 1
-    del e, zero
+    close_by_start = _closes(s, end_ps if by_start is None else end_ps[by_start])
     # closes in time order; at one instant the inner (later-opened) event closes first: a
     # stable sort of the reversed closes (timsort: fast on the nearly sorted closes of a track)
     close_order = np.argsort(close_by_start[::-1], kind="stable")
     np.subtract(n - 1, close_order, out=close_order)
     close = close_by_start[close_order]
+    del close_by_start  # five n-element arrays at most from here (made again if needed)
     twice_start = 2 * s
     depth = np.searchsorted(close, twice_start, "right")
     np.subtract(np.arange(n, dtype=np.int64), depth, out=depth)
     open_before_close = np.searchsorted(twice_start, close, "left")
-    del twice_start, close
+    del twice_start
     open_before_close -= np.arange(1, n + 1)
-    if not np.array_equal(open_before_close, depth[close_order]):
+    nested = np.array_equal(open_before_close, np.take(depth, close_order, out=close))
+    del open_before_close, close_order, close
+    if not nested:
+        close_by_start = _closes(s, end_ps if by_start is None else end_ps[by_start])
         depth = stack_nesting(np.arange(n), close_by_start)[1].astype(np.int64)
-    del open_before_close, close_order, close_by_start
+        del close_by_start
     max_depth = int(depth.max())
     small = depth.astype(np.int16 if max_depth < 2**15 else np.int32)
     by_depth = np.argsort(small, kind="stable")  # radix sort for int16
     order = by_depth if by_start is None else by_start[by_depth]
     return order, small[by_depth].astype(np.int32)
+
+
+def _closes(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Twice each close time; a zero-length event closes half a ps after it opens."""
+    close = 2 * e
+    zero = e == s
+    close[zero] = 2 * s[zero] + 1
+    return close
