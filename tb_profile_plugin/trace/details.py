@@ -35,6 +35,8 @@ _TF_DATA_MARKS = ("Iterator::", "Prefetch", "ParallelMap", "ParallelInterleave",
                   "ParallelBatch")
 _SEARCH_CACHE_SIZE = 8
 _MAX_BYTES_SHOWN = 64
+#: Stats shown per event in its details (hostile files hang 100,000 on one); the rest counted.
+MAX_STATS_SHOWN = 1000
 
 
 @dataclass(frozen=True)
@@ -97,14 +99,22 @@ def _plain(value: object) -> object:
     return value
 
 
-def _stats_of(stats: StatColumns, row: int, names: StatMetadataTable, out: dict[str, Any]) -> None:
+def _stats_of(stats: StatColumns, row: int, names: StatMetadataTable, out: dict[str, Any]) -> int:
+    """Adds the stats of `row` to `out` (at most MAX_STATS_SHOWN in all); how many were left
+    out. A hostile file can hang 100,000 stats on one event: reading each is Python work, and
+    no panel shows that many, so the rest are counted, not read."""
     lo = int(np.searchsorted(stats.row, row, "left"))
     hi = int(np.searchsorted(stats.row, row, "right"))
-    for i in range(lo, hi):
-        stat_id = int(stats.metadata_id[i])
-        if int(stats.kind[i]) == StatKind.NONE:
-            continue
-        out[names.name_of(stat_id) or str(stat_id)] = _plain(stats.python_value(i, names))
+    shown = np.flatnonzero(stats.kind[lo:hi] != StatKind.NONE) + lo
+    room = max(MAX_STATS_SHOWN - len(out), 0)
+    ids = stats.metadata_id[shown[:room]]
+    at = np.minimum(np.searchsorted(names.ids, ids), max(len(names.ids) - 1, 0))
+    known = (names.ids[at] == ids) if len(names.ids) else np.zeros(len(ids), bool)
+    for i, stat_id, j, has_name in zip(shown[:room].tolist(), ids.tolist(), at.tolist(),
+                                       known.tolist(), strict=True):
+        name = names.names[j] if has_name else None
+        out[name or str(stat_id)] = _plain(stats.python_value(i, names))
+    return max(len(shown) - room, 0)
 
 
 def brief(host: HostTrace, local_id: int) -> dict[str, Any]:
@@ -140,6 +150,7 @@ def event_details(trace: TraceSet, event_id: int) -> dict[str, Any]:
     plane = index.profile.planes[p_index]
     row = int(index.source_row[local])
     stats: dict[str, Any] = {}
+    stats_not_shown = 0
     long_name = ""
     if track.derived:
         source = int(_links(index).event_of_source[
@@ -153,12 +164,14 @@ def event_details(trace: TraceSet, event_id: int) -> dict[str, Any]:
             display = plane.event_metadata.display_names[meta_row]
             if display and display != event["name"]:
                 long_name = display
-            _stats_of(plane.event_metadata.stats, meta_row, plane.stat_metadata, stats)
-        _stats_of(line.stats, row, plane.stat_metadata, stats)
+            stats_not_shown += _stats_of(plane.event_metadata.stats, meta_row,
+                                         plane.stat_metadata, stats)
+        stats_not_shown += _stats_of(line.stats, row, plane.stat_metadata, stats)
         if not long_name and isinstance(stats.get("long_name"), str):
             long_name = str(stats["long_name"])
     process_name = f"{host.host}: {process.name}" if trace.combined else process.name
-    event.update(long_name=long_name, process=process_name, thread=track.name, stats=stats)
+    event.update(long_name=long_name, process=process_name, thread=track.name, stats=stats,
+                 stats_not_shown=stats_not_shown)
     return {"event": event, "flows": [] if track.derived else _flows(host, local)}
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tb_profile_plugin.errors import BadRequest, NotFound
-from tb_profile_plugin.trace.details import event_details, search
+from tb_profile_plugin.trace.details import MAX_STATS_SHOWN, event_details, search
 from tb_profile_plugin.trace.window import TraceSet, trace_set, visible_events
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.xspace_builder import Uint, XSpaceBuilder
@@ -121,3 +121,27 @@ def test_search_whole_trace() -> None:
         search(trace, "cudalaunch", 3, None)
     with pytest.raises(BadRequest):
         search(trace, "", None, None)
+
+
+def test_an_event_with_more_stats_than_a_panel_shows_lists_the_first_and_counts_the_rest(
+) -> None:
+    """A hostile file can hang 100,000 stats on one event: details list MAX_STATS_SHOWN, in
+    the file's order, with their names and values, and count the rest."""
+    b = XSpaceBuilder()
+    line = b.plane("/host:CPU").line("python", line_id=1)
+    total = MAX_STATS_SHOWN + 234
+    event = line.event("busy", 0, 5 * US, ok=1)
+    for i in range(1, total):  # `ok` is stat 0; then `s1` ... in order
+        stat = event.stats.add()
+        stat.metadata_id = line._plane.stat_metadata_id(f"s{i}")
+        stat.int64_value = -i
+    line.event("plain", 6 * US, 1 * US, answer=42)
+    trace = trace_set({"h": decode_xspace(b.serialize())})
+    busy = event_details(trace, find(trace, "busy"))["event"]
+    assert len(busy["stats"]) == MAX_STATS_SHOWN
+    assert busy["stats_not_shown"] == total - MAX_STATS_SHOWN
+    assert busy["stats"]["ok"] == 1
+    assert busy["stats"][f"s{MAX_STATS_SHOWN - 1}"] == -(MAX_STATS_SHOWN - 1)
+    assert f"s{MAX_STATS_SHOWN}" not in busy["stats"]
+    plain = event_details(trace, find(trace, "plain"))["event"]
+    assert plain["stats"] == {"answer": 42} and plain["stats_not_shown"] == 0
