@@ -108,7 +108,7 @@ def _scan(view: memoryview, start: int, end: int, pure: bool) -> np.ndarray:
     (field, wire_type, record_start, value_start, end)."""
     if not pure:
         return np.frombuffer(_wire.scan_fields(view, start, end), np.int64).reshape(-1, 5)
-    return wire_numpy.scan_fields_python(view, start, end)
+    return wire_numpy.scan_fields(view, start, end)
 
 
 def _records(view: memoryview, rows: np.ndarray) -> bytes:

@@ -80,7 +80,7 @@ def scan_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Recor
                 owner = np.full(len(at), message, np.int64)
                 chunks.append((owner, *_read_fields(padded, len(buf), at, ends[owner])[:4]))
             break
-        field, wire_type, value, data_start, next_pos = _read_fields(
+        field, wire_type, value, data_start, next_pos, _ = _read_fields(
             padded, len(buf), pos[active], ends[active])
         chunks.append((active, field, wire_type, value, data_start))
         pos[active] = next_pos
@@ -94,9 +94,10 @@ def scan_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Recor
 
 
 def _read_fields(padded: np.ndarray, buf_len: int, at: np.ndarray, ends: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The field starting at each position `at` (its message ends at `ends`): field number,
-    wire type, value, payload start and the next field's position. Raises MalformedWire."""
+    wire type, value, payload start, the next field's position and the position after the tag.
+    Raises MalformedWire."""
     tag, after_tag = _read_varints(padded, at)
     field = (tag >> np.uint64(3)).astype(np.int64)
     wire_type = (tag & np.uint64(7)).astype(np.int64)
@@ -128,7 +129,7 @@ def _read_fields(padded: np.ndarray, buf_len: int, at: np.ndarray, ends: np.ndar
         raise MalformedWire("unsupported wire type or field number 0")
     if np.any(next_pos > ends):
         raise MalformedWire("field runs past the end of its message")
-    return field, wire_type, value, data_start, next_pos
+    return field, wire_type, value, data_start, next_pos, after_tag
 
 
 def _field_starts(padded: np.ndarray, start: int, end: int) -> np.ndarray:
@@ -137,42 +138,44 @@ def _field_starts(padded: np.ndarray, start: int, end: int) -> np.ndarray:
     field), and the chain from `start` is followed by doubling the jumps, log(fields) rounds.
     Positions that are not fields are never used (the caller reads the chain strictly)."""
     size = end - start
-    at = np.arange(start, end, dtype=np.int64)
-    tag, after_tag = _lenient_varints(padded, at)
-    wire_type = tag & np.uint64(7)
-    value, after = _lenient_varints(padded, after_tag)
-    nxt = np.full(size, end, np.int64)  # unreadable: the chain ends there (read strictly)
-    is_varint = wire_type == 0
-    nxt[is_varint] = after[is_varint]
-    is_delimited = (wire_type == 2) & (value <= np.uint64(size))
-    nxt[is_delimited] = after[is_delimited] + value[is_delimited].astype(np.int64)
-    nxt[wire_type == 1] = after_tag[wire_type == 1] + 8
-    nxt[wire_type == 5] = after_tag[wire_type == 5] + 4
-    jump = np.append(np.minimum(nxt, end) - start, size)  # local; `size` is the end
-    chain = np.zeros(1, np.int64)
+    seg = padded[start : min(len(padded), end + 2 * _MAX_VARINT_BYTES + 8)]
+    n = len(seg)
+    index = np.int32 if n < np.iinfo(np.int32).max - 64 else np.int64  # halves the gathers
+    # Each varint ends at the first byte below 0x80 at or after its start: found for every
+    # byte at once by a minimum accumulated from the right (n: no end in sight).
+    ends_here = np.where(seg < 0x80, np.arange(n, dtype=index), index(n))
+    varint_end = np.empty(n + 1, index)
+    varint_end[n] = n
+    if n:
+        np.minimum.accumulate(ends_here[::-1], out=varint_end[n - 1 :: -1])
+    wire_type = seg[:size] & 7
+    after_tag = varint_end[:size] + 1
+    after = varint_end[np.minimum(after_tag, n)] + 1  # after the value's varint
+    nxt = np.full(size, size, index)  # unreadable: the chain ends there (read strictly)
+    varint = np.flatnonzero(wire_type == 0)
+    nxt[varint] = after[varint]
+    delimited = np.flatnonzero(wire_type == 2)
+    length_at = after_tag[delimited]
+    length_bytes = after[delimited] - length_at
+    length = np.zeros(len(delimited), np.int64)
+    for k in range(5):  # lengths below 2**35: protobuf messages are under 2 GiB
+        byte = seg[np.minimum(length_at + k, n - 1)].astype(np.int64) & 0x7F
+        length |= np.where(k < length_bytes, byte << (7 * k), 0)
+    fits = (length_bytes <= 5) & (length <= size)
+    nxt[delimited[fits]] = after[delimited[fits]] + length[fits]
+    fixed = np.flatnonzero(wire_type == 1)
+    nxt[fixed] = after_tag[fixed] + 8
+    fixed = np.flatnonzero(wire_type == 5)
+    nxt[fixed] = after_tag[fixed] + 4
+    jump = np.append(np.minimum(nxt, index(size)), index(size))  # `size` is the end
+    chain = np.zeros(1, index)
     while True:  # chain holds the first 2**r positions, jump = 2**r jumps
         reached = jump[chain]
         reached = reached[reached < size]
         if len(reached) == 0:
-            return chain + start
+            return chain.astype(np.int64) + start
         chain = np.concatenate([chain, reached])
         jump = jump[jump]
-
-
-def _lenient_varints(padded: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_read_varints` that never raises: a run of more than 10 bytes reads as what it has."""
-    values = np.zeros(len(pos), np.uint64)
-    cursor = pos.copy()
-    active = np.arange(len(pos))
-    limit = len(padded) - 1
-    for shift in range(0, 7 * _MAX_VARINT_BYTES, 7):
-        byte = padded[np.minimum(cursor[active], limit)]
-        values[active] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
-        cursor[active] += 1
-        active = active[byte >= 0x80]
-        if active.size == 0:
-            break
-    return values, cursor
 
 
 def _last_value(column: np.ndarray, records: Records, mask: np.ndarray) -> None:
@@ -245,14 +248,68 @@ def decode_stats(
     return rows.astype(np.int32), metadata_id, kind, value, length
 
 
-def scan_fields_python(view: memoryview, start: int, end: int) -> np.ndarray:
-    """Top-level fields of the message view[start:end], one Python step per field.
+#: How scan_fields reads a message's top-level fields: one Python step per field while fields
+#: are big or few; after `_SMALL_RUN` small fields in a row (under `_BIG_FIELD_BYTES`), windows
+#: of bytes are read at once by `_field_starts`, doubling from `_FIRST_WINDOW_BYTES` up to
+#: `_MAX_WINDOW_BYTES` (about 100 bytes of temporaries per window byte). A plane of a million
+#: small fields then costs a few numpy passes, not a million Python steps.
+_SMALL_RUN = 256
+_BIG_FIELD_BYTES = 4096
+_FIRST_WINDOW_BYTES = 1 << 16
+_MAX_WINDOW_BYTES = 1 << 20
+
+
+def scan_fields(view: memoryview, start: int, end: int) -> np.ndarray:
+    """Top-level fields of the message view[start:end].
 
     Same rows as the compiled `_wire.scan_fields`: (field, wire_type, record_start, value_start,
-    end). Used only above the event level (planes, lines, metadata entries).
+    end). Used above the event level (planes, lines, metadata entries). Raises MalformedWire.
     """
-    rows: list[tuple[int, int, int, int, int]] = []
+    buf = np.frombuffer(view, np.uint8)
+    parts: list[np.ndarray] = []
+    stepped: list[tuple[int, int, int, int, int]] = []
     pos = start
+    small_run = 0
+    window = _FIRST_WINDOW_BYTES
+    while pos < end:
+        if small_run < _SMALL_RUN:
+            row = _step_field(view, pos, end)
+            stepped.append(row)
+            small_run = small_run + 1 if row[4] - row[2] < _BIG_FIELD_BYTES else 0
+            pos = row[4]
+            continue
+        if stepped:
+            parts.append(np.array(stepped, np.int64))
+            stepped = []
+        rows = _window_fields(buf, pos, min(end, pos + window), end)
+        parts.append(rows)
+        pos = int(rows[-1, 4])
+        if len(rows) * _BIG_FIELD_BYTES < window or rows[-1, 4] - rows[-1, 2] >= _BIG_FIELD_BYTES:
+            small_run, window = 0, _FIRST_WINDOW_BYTES  # big fields again: step them
+        else:
+            window = min(2 * window, _MAX_WINDOW_BYTES)
+    if stepped:
+        parts.append(np.array(stepped, np.int64))
+    return np.concatenate(parts) if parts else np.zeros((0, 5), np.int64)
+
+
+def _window_fields(buf: np.ndarray, pos: int, window_end: int, end: int) -> np.ndarray:
+    """Rows of the fields that start in buf[pos:window_end], following the chain from `pos`;
+    the last one may run past `window_end` (its end is where the next window starts)."""
+    size = window_end - pos
+    # Each field's header (tag and length, at most 20 bytes) lies within 32 bytes past the window.
+    local = np.concatenate([buf[pos : min(len(buf), window_end + 32)], _PAD])
+    at = _field_starts(local, 0, size)
+    field, wire_type, _, data_start, next_pos, after_tag = _read_fields(
+        local, end - pos, at, np.full(len(at), end - pos, np.int64))
+    value_start = np.where(wire_type == 2, data_start, after_tag)
+    if np.any(at[1:] != next_pos[:-1]):
+        raise MalformedWire("fields do not follow one another")
+    return np.stack([field, wire_type, at + pos, value_start + pos, next_pos + pos], axis=1)
+
+
+def _step_field(view: memoryview, pos: int, end: int) -> tuple[int, int, int, int, int]:
+    """One field read in Python: (field, wire_type, record_start, value_start, end)."""
 
     def varint(at: int) -> tuple[int, int]:
         value = shift = 0
@@ -266,23 +323,21 @@ def scan_fields_python(view: memoryview, start: int, end: int) -> np.ndarray:
                 return value, at
             shift += 7
 
-    while pos < end:
-        record = pos
-        tag, pos = varint(pos)
-        field, wire_type = tag >> 3, tag & 7
-        if field == 0:
-            raise MalformedWire("field number 0")
-        value_start = pos
-        if wire_type == 0:
-            _, pos = varint(pos)
-        elif wire_type == 2:
-            length, value_start = varint(pos)
-            pos = value_start + length
-        elif wire_type in (1, 5):
-            pos += 8 if wire_type == 1 else 4
-        else:
-            raise MalformedWire(f"unsupported wire type {wire_type}")
-        if pos > end:
-            raise MalformedWire("field runs past the end of its message")
-        rows.append((field, wire_type, record, value_start, pos))
-    return np.array(rows, np.int64).reshape(-1, 5)
+    record = pos
+    tag, pos = varint(pos)
+    field, wire_type = tag >> 3, tag & 7
+    if field == 0:
+        raise MalformedWire("field number 0")
+    value_start = pos
+    if wire_type == 0:
+        _, pos = varint(pos)
+    elif wire_type == 2:
+        length, value_start = varint(pos)
+        pos = value_start + length
+    elif wire_type in (1, 5):
+        pos += 8 if wire_type == 1 else 4
+    else:
+        raise MalformedWire(f"unsupported wire type {wire_type}")
+    if pos > end:
+        raise MalformedWire("field runs past the end of its message")
+    return field, wire_type, record, value_start, pos
