@@ -7,7 +7,6 @@ unexpected becomes a 500 with the same shape, is logged, and the server keeps se
 
 from __future__ import annotations
 
-import gzip
 import logging
 import mimetypes
 import threading
@@ -22,6 +21,7 @@ from werkzeug import Request, Response
 from tb_profile_plugin import memory_release, metadata, request_budget
 from tb_profile_plugin.analysis import executors, host_pool, host_progress
 from tb_profile_plugin.analysis.host_facts import HostFacts
+from tb_profile_plugin.document_cache import DocumentCache, DocumentKey, Encoded
 from tb_profile_plugin.errors import (
     BadRequest,
     CaptureBusy,
@@ -34,17 +34,11 @@ from tb_profile_plugin.json_text import json_bytes
 from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name
 from tb_profile_plugin.tools import compare, csv_table, registry
 from tb_profile_plugin.xspace.model import Profile
-from tb_profile_plugin.xspace.store import ProfileStore
+from tb_profile_plugin.xspace.store import ProfileStore, stat_profile
 
 logger = logging.getLogger(__name__)
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-_GZIP_MIN_BYTES = 1024
-#: gzip's fastest level: a 3.3 MB trace window compresses in 30–38 ms to 1.14 MB, against
-#: 220–240 ms to 1.01 MB at level 6 (2.4M-event capture; docs/trace_viewer.md). The bytes
-#: level 6 saves (0.13 MB for 0.19 s more) take longer to compress than to send on any link
-#: faster than ~0.7 MB/s.
-GZIP_LEVEL = 1
 #: The standalone page's policy: everything from this origin, nothing from anywhere else.
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -61,10 +55,26 @@ def _respond(
 ) -> Response:
     """The one way responses leave the plugin: gzip when accepted, nosniff always."""
     data = body.encode("utf-8") if isinstance(body, str) else body
+    return _respond_encoded(request, Encoded.of(data, _accepts_gzip(request)), content_type,
+                            status, headers)
+
+
+def _accepts_gzip(request: Request) -> bool:
+    return "gzip" in request.headers.get("Accept-Encoding", "")
+
+
+def _respond_encoded(
+    request: Request, encoded: Encoded, content_type: str, status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """`_respond` for a body already encoded (a kept document, document_cache.py): the same
+    bytes and headers as `_respond` gives for its JSON."""
     all_headers = {"X-Content-Type-Options": "nosniff", **(headers or {})}
-    if len(data) >= _GZIP_MIN_BYTES and "gzip" in request.headers.get("Accept-Encoding", ""):
-        data = gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+    data = encoded.body
+    if encoded.gzipped and _accepts_gzip(request):
         all_headers["Content-Encoding"] = "gzip"
+    elif encoded.gzipped:
+        data = encoded.plain()
     all_headers["Vary"] = "Accept-Encoding"
     return Response(data, status=status, content_type=content_type, headers=all_headers)
 
@@ -146,6 +156,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext) -> None:
         self._logdir = LogDir(context.logdir or "")
         self._store = ProfileStore()
+        self._documents = DocumentCache()  # finished answers of the data route
         flags = getattr(context, "flags", None)
         self._capture_enabled = getattr(flags, metadata.CAPTURE_FLAG, "on") != "off"
         self._listen_host: str | None = getattr(flags, "host", None)
@@ -229,8 +240,21 @@ class ProfilePlugin(base_plugin.TBPlugin):
         return tracked
 
     def _serve_data(self, request: Request) -> Response:
-        view, view_request = self._view_request(request)
-        return _json(request, registry.build_document(view, view_request))
+        """The view's document; a repeated request is answered from the finished, encoded
+        document while the files it read are unchanged (document_cache.py)."""
+        view, run, host = self._target(request)
+        params = self._params(request)
+        key = self._document_key(view, run, host, params)
+        encoded = self._documents.get(key) if key is not None else None
+        if encoded is None:
+            document = registry.build_document(view, self._view_request_for(view, run, host,
+                                                                            params))
+            # A kept document is gzipped once, for every later client that accepts gzip.
+            encoded = Encoded.of(json_bytes(document), key is not None or _accepts_gzip(request))
+            # Kept only if no file changed while it was built (else it may mix the two).
+            if key is not None and key == self._document_key(view, run, host, params):
+                self._documents.put(key, encoded)
+        return _respond_encoded(request, encoded, "application/json")
 
     def _serve_data_csv(self, request: Request) -> Response:
         view, view_request = self._view_request(request)
@@ -312,6 +336,18 @@ class ProfilePlugin(base_plugin.TBPlugin):
     def _view_request(
         self, request: Request, tag: str | None = None
     ) -> tuple[registry.View, registry.ViewRequest]:
+        view, run, host = self._target(request, tag)
+        return view, self._view_request_for(view, run, host, self._params(request))
+
+    @staticmethod
+    def _params(request: Request) -> dict[str, str]:
+        """The view's own query parameters."""
+        return {k: v for k, v in request.args.items() if k not in ("run", "tag", "host")}
+
+    def _target(
+        self, request: Request, tag: str | None = None
+    ) -> tuple[registry.View, Run, str]:
+        """The view, run and host (a host name or ALL_HOSTS) a request names, checked."""
         tag = tag or request.args.get("tag", "")
         if not tag:
             raise BadRequest("the tag parameter (the view) is missing")
@@ -332,6 +368,30 @@ class ProfilePlugin(base_plugin.TBPlugin):
                 raise BadRequest(
                     f"view {view.name} shows one host at a time, not {ALL_HOSTS}; the hosts "
                     f"that have it: {', '.join(self._hosts_offering(run, view)) or 'none'}")
+        return view, run, host
+
+    def _document_key(
+        self, view: registry.View, run: Run, host: str, params: Mapping[str, str]
+    ) -> DocumentKey | None:
+        """What the document of `view` for `host` depends on (document_cache.py); None when it
+        is not kept: the view's document depends on more than its files, or a file cannot be
+        stat'ed (the request then answers as it would without the cache)."""
+        if not view.keeps_documents:
+            return None
+        paths = ([run.xplane_path(h) for h in run.hosts] if host == ALL_HOSTS
+                 else [self._logdir.host_path(run, host)])
+        try:
+            files = tuple((path, *stat_profile(path)) for path in paths)
+        except ProfileError:
+            return None
+        return DocumentKey(view.name, view.version, run.name, host,
+                           tuple(sorted(params.items())), files)
+
+    def _view_request_for(
+        self, view: registry.View, run: Run, host: str, params: Mapping[str, str]
+    ) -> registry.ViewRequest:
+        """What `view` builds its document of `host` in `run` from."""
+        if host == ALL_HOSTS:
             paths = {h: run.xplane_path(h) for h in run.hosts}
             # Facts from the executor's workers; a view decodes only the hosts it reads.
             # An unreadable host is left out (named in the diagnostics); none readable: 422.
@@ -345,9 +405,8 @@ class ProfilePlugin(base_plugin.TBPlugin):
             left_out = {}
         if not view.available(registry.RunFacts.combine(host_facts)):
             raise NotFound(self._no_data_message(run, view, host))
-        params = {k: v for k, v in request.args.items() if k not in ("run", "tag", "host")}
-        return view, registry.ViewRequest(run.name, host, profiles, params, paths, host_facts,
-                                          left_out)
+        return registry.ViewRequest(run.name, host, profiles, params, paths, host_facts,
+                                    left_out)
 
     @staticmethod
     def _view(tag: str) -> registry.View:

@@ -133,6 +133,9 @@ class View:
     combines_hosts: bool = False
     #: CSV tables: name -> function from the view document to (header, rows).
     tables: Mapping[str, Callable[[dict[str, Any]], Table]] = field(default_factory=dict)
+    #: Whether the plugin may answer a repeated request from the finished document
+    #: (document_cache.py): the document is a function of the host files and the query alone.
+    keeps_documents: bool = True
 
 
 VIEWS: dict[str, View] = {}
