@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tb_profile_plugin.analysis.advice_evidence import AdviceSet, Evidence
-from tb_profile_plugin.analysis.breakdown import category_ps, verdict
+from tb_profile_plugin.analysis.breakdown import category_ps, host_bound_percent, verdict
 from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis
 from tb_profile_plugin.analysis.input_advice import input_advice
@@ -172,6 +172,7 @@ def advice_for(analysis: HostAnalysis, tf_data: TfDataVerdict | None = None) -> 
     v = verdict(steps)
     out.extend(input_advice(v.input_bound, v.input_percent, analysis.framework,
                             analysis.tf_data_names, tf_data))
+    _host_bound(out, analysis, cats)
     if cats["kernel_launch"] >= KERNEL_LAUNCH_PERCENT:
         out.give("kernel_launch",
                  f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: jit the "
@@ -198,6 +199,34 @@ def advice_for(analysis: HostAnalysis, tf_data: TfDataVerdict | None = None) -> 
     if analysis.has_device:
         _device_hints(out, analysis, len(steps))
     return out
+
+
+def _host_bound(out: AdviceSet, analysis: HostAnalysis, cats: dict[str, float]) -> None:
+    """The device waits on the host (breakdown.py `host_bound_percent`): say so, with the host
+    work that holds most of the step (analysis/host_hotspots.py)."""
+    host = host_bound_percent(analysis.steps)
+    if host is None:
+        return
+    device = cats["device_compute"] + cats["device_to_device"] + cats["device_collectives"]
+    evidence = [Evidence("host compute share of step time", f"{host:.1f} %"),
+                Evidence("device busy share of step time", f"{device:.1f} %")]
+    where = ""
+    if analysis.host_hotspots:
+        top = analysis.host_hotspots[0]
+        where = f" The most host time per step is in {top.name}: {top.self_ms_per_step:.2f} ms."
+        evidence.append(Evidence("largest host self time per step",
+                                 ", ".join(f"{h.name} {h.self_ms_per_step:.2f} ms"
+                                           for h in analysis.host_hotspots)))
+    if analysis.framework == Framework.JAX:
+        how = ("Prepare batches ahead of the step on other threads (a prefetching data "
+               "loader), keep NumPy work out of the training loop or move it into the jitted "
+               "step, and avoid a host sync every step (float(loss), printing device values).")
+    else:
+        how = ("Feed the model through tf.data with prefetch, and move Python work out of the "
+               "training loop or into the tf.function.")
+    out.give("host_bound",
+             f"The device is busy only {device:.1f} % of each step while the host computes for "
+             f"{host:.1f} %: the device waits on the host.{where} {how}", *evidence)
 
 
 def _all_others(out: AdviceSet, percent: float, analysis: HostAnalysis) -> None:

@@ -42,6 +42,9 @@ CATEGORY_LABELS = {
     "kernel_launch": "Kernel launch", "input": "Input", "output": "Output",
     "compilation": "Compilation", "all_others": "All others",
 }
+#: A device host whose host computes this share of the step or more (the device idle meanwhile:
+#: device time wins every overlap) waits on its host: `host_bound_percent`.
+HOST_BOUND_PERCENT = 50.0
 HIGHLY_INPUT_BOUND_PERCENT = 20.0
 MODERATELY_INPUT_BOUND_PERCENT = 5.0
 ALL_OTHERS_POTENTIAL_PERCENT = 3.0
@@ -79,6 +82,16 @@ class Verdict:
     statement: str
 
 
+def host_bound_percent(steps: StepDb) -> float | None:
+    """The host-compute share of the step time (%) of a device host whose device waits on its
+    host (at least `HOST_BOUND_PERCENT`); None otherwise."""
+    total = float(steps.duration_ps.sum())
+    if not steps.has_device or total <= 0:
+        return None
+    host = 100.0 * float(category_ps(steps)["host_compute"].sum()) / total
+    return host if host >= HOST_BOUND_PERCENT else None
+
+
 def verdict(steps: StepDb) -> Verdict:
     total = float(steps.duration_ps.sum())
     if total <= 0:
@@ -102,9 +115,13 @@ def verdict(steps: StepDb) -> Verdict:
             f"time waits for input, but {others:.1f} % is 'All others' time (outside any "
             "recorded op, e.g. Python between ops), which may hide input work.")
     else:
+        host = host_bound_percent(steps)
+        focus = ("Focus on the computation." if host is None else
+                 f"But the device waits on the host: {host:.1f} % of the step time is host "
+                 "compute, with the device idle. Focus on the host's work in the step.")
         level, text = "not", (
             f"The program is NOT input-bound: {input_percent:.1f} % of the step time waits for "
-            "input. Focus on the computation.")
+            f"input. {focus}")
     return Verdict(level, input_percent, others, text)
 
 

@@ -49,6 +49,7 @@ from tb_profile_plugin.analysis.nesting import (
     under,
 )
 from tb_profile_plugin.request_budget import checkpoint
+from tb_profile_plugin.xspace.producers import detect_framework, launches_from_untied_threads
 
 _NONE = np.iinfo(np.int64).max
 LEGACY_ROOT_NAMES = frozenset({"TraceContext", "SessionRun", "RunGraph"})
@@ -234,7 +235,10 @@ def _adopt_tracer_launches(table: EventTable, roots: np.ndarray, group: np.ndarr
     """Kernel launches on a line nothing else reached (the ROCm tracer writes its API calls
     on `Host Threads/<tid>` lines apart from the TraceMe lines of the same thread) take the
     step whose root spans their start, when the roots do not overlap; their kernels follow
-    through `correlation_id`. So a JAX step annotation reaches its GPU work."""
+    through `correlation_id`. So a JAX step annotation reaches its GPU work. Where the
+    runtime issues work from worker threads that no flow ties to the step
+    (`launches_from_untied_threads`: JAX's host-to-device copies), every launch left
+    ungrouped is adopted so, whatever its line."""
     if len(roots) == 0 or not links:
         return
     starts, ends = table.start_ps[roots], table.end_ps[roots]  # roots in rank order
@@ -243,8 +247,9 @@ def _adopt_tracer_launches(table: EventTable, roots: np.ndarray, group: np.ndarr
     correlation = table.stat_rows("correlation_id")
     launches = correlation.rows[correlation.values >= 0]
     reached = np.bincount(table.line_index[group != _NONE], minlength=len(table.lines)) > 0
+    untied_lines = launches_from_untied_threads(detect_framework(table.profile).framework)
     orphans = launches[~table.on_device[launches] & (group[launches] == _NONE)
-                       & ~reached[table.line_index[launches]]]
+                       & (untied_lines | ~reached[table.line_index[launches]])]
     if len(orphans) == 0:
         return
     slot = np.searchsorted(starts, table.start_ps[orphans], side="right") - 1

@@ -21,10 +21,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from tb_profile_plugin.analysis.breakdown import host_bound_percent
 from tb_profile_plugin.analysis.device_names import device_type_name
 from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.execution_steps import execution_steps
 from tb_profile_plugin.analysis.forest import Forest
+from tb_profile_plugin.analysis.host_hotspots import HostHotspot, host_hotspots
 from tb_profile_plugin.analysis.jitted_functions import JittedFunction, jitted_functions
 from tb_profile_plugin.analysis.kernel_stats import KernelStats
 from tb_profile_plugin.analysis.op_analysis import profile_ops
@@ -85,6 +87,9 @@ class HostAnalysis:
     #: The tf.data iterator names (`Iterator::...`), sorted: the pipelines' shape for the
     #: overview's input advice (analysis/tf_data_shape.py).
     tf_data_names: tuple[str, ...] = ()
+    #: Device hosts whose device waits on the host (breakdown.py `host_bound_percent`): the
+    #: host events with the most self time per step (analysis/host_hotspots.py).
+    host_hotspots: tuple[HostHotspot, ...] = ()
 
 
 @per_profile
@@ -173,6 +178,7 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
         own[on_device & (table.plane_index != index)] = -1  # other GPUs' events
         core_steps.append((plane.name, build_step_db(forest, (own, on_device, has_device))))
     framework = detect_framework(profile)
+    hotspots = host_hotspots(forest, steps) if host_bound_percent(steps) is not None else ()
     return HostAnalysis(
         steps=steps, ops=ops, environment=_environment(profile), root_rule=root_rule,
         num_groups=forest.num_groups, has_device=has_device, has_tf_data=has_tf_data,
@@ -181,4 +187,5 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
         framework=framework.framework, framework_evidence=framework.evidence,
         jitted=jitted_functions(forest, executions), step_module=step_module,
         tf_functions=tf_functions(table), tf_data_names=iterator_names,
+        host_hotspots=hotspots,
     )

@@ -21,7 +21,9 @@ constant `XlaModule:`. A TF op is shown `name:Type` (the producer wrote the type
 by name alone (`CanonicalColumns.op_label`).
 
 Matrix units (NVIDIA Tensor Cores, AMD Matrix Cores): a kernel uses them when its name contains
-one of `TENSOR_CORE_PATTERNS` (NVIDIA's list) or matches one of `MATRIX_CORE_PATTERNS`: an AMD
+one of `TENSOR_CORE_PATTERNS` (NVIDIA's list, which predates Hopper) or matches one of
+`MATRIX_CORE_PATTERNS`: the Hopper libraries' names (cuBLAS `nvjet_*`, `xmma` kernels on tensor
+types, `wgmma`/`gmma`, CUTLASS `tensorop`; the reference misses these), an AMD
 MFMA instruction tile `_MI<m>x<n>x<k>` (Tensile `Cijk_…_MI16x16x16…`), a composable-kernel
 flash-attention kernel (`ck_tile::…Fmha…`), or XLA's GEMM fusion (`gemm_fusion_dot…`, which
 the reference flags too). An op is eligible when one of its kernels uses them, or:
@@ -50,6 +52,12 @@ TENSOR_CORE_PATTERNS = (
     "xmma_warp_specialized_implicit_gemm",
 )
 MATRIX_CORE_PATTERNS = (
+    # Hopper and later NVIDIA libraries: cuBLAS's `nvjet_*` GEMMs, `*_xmma_*` kernels on
+    # tensor types (tf32, f16, bf16, int8, fp8: `sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32…`),
+    # warp-group MMA (`wgmma`, `gmma`) and CUTLASS `tensorop` kernels.
+    re.compile(r"^nvjet_"),
+    re.compile(r"xmma.*(?:tf32|bf16|f16|fp16|i8|s8|e4m3|e5m2)", re.IGNORECASE),
+    re.compile(r"gmma|tensorop", re.IGNORECASE),
     re.compile(r"_MI\d+x\d+x\d+"),  # AMD MFMA instruction tile (Tensile, hipBLASLt)
     re.compile(r"\bck(?:_tile)?::.*fmha", re.IGNORECASE),  # composable-kernel attention
     re.compile(r"^gemm_fusion_dot"),  # XLA's GEMM fusion (Triton): matrix units

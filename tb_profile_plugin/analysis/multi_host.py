@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tb_profile_plugin.analysis.host_analysis import HostAnalysis, RunEnvironment
+from tb_profile_plugin.analysis.host_hotspots import HostHotspot
 from tb_profile_plugin.analysis.jitted_functions import merge_jitted
 from tb_profile_plugin.analysis.kernel_stats import KernelDetails, KernelRow, KernelStats
 from tb_profile_plugin.analysis.op_metrics import IDLE, OpFacts, OpMetrics, OpTable
@@ -188,8 +189,20 @@ def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
         jitted=merge_jitted(a.jitted for a in all_), step_module=reference.step_module,
         tf_functions=merge_tf_functions(a.tf_functions for a in all_),
         tf_data_names=tuple(sorted({n for a in all_ for n in a.tf_data_names})),
+        host_hotspots=merge_hotspots([a.host_hotspots for a in all_]),
     )
     return MultiHost(dict(analyses), alignment, combined, slowest)
+
+
+def merge_hotspots(per_host: list[tuple[HostHotspot, ...]], limit: int = 3
+                   ) -> tuple[HostHotspot, ...]:
+    """The hosts' hotspots by name, their per-step self times averaged over the hosts."""
+    totals: dict[str, float] = {}
+    for hotspots in per_host:
+        for spot in hotspots:
+            totals[spot.name] = totals.get(spot.name, 0.0) + spot.self_ms_per_step
+    ranked = sorted(totals.items(), key=lambda item: -item[1])[:limit]
+    return tuple(HostHotspot(name, total / len(per_host)) for name, total in ranked)
 
 
 def _number_ranges(numbers: np.ndarray, limit: int = 4) -> str:

@@ -3,7 +3,10 @@
 Rules (xprof_reference.md §3.1, "Op-name parse"): split at the first `:`; `Iterator::...` is
 tf.data; a name matching `[A-Za-z0-9.][A-Za-z0-9_./>-]*` with a type matching `[A-Z_]\\w*` is a
 TensorFlow op; a lower-case type is a JAX op; a `MEMCPY{HToD,DToH,DToD,HToH}` prefix (any case)
-is a memcpy. Anything else is not an op (user TraceMes, runtime internals).
+is a memcpy, and so is the CUPTI tracer's spelling `Memcpy{H2D,D2H,D2D,P2P}` (the names of the
+copies on NVIDIA GPU streams, TensorFlow and JAX alike; a peer-to-peer copy is device to
+device). The reference reads only the first spelling, and so counts JAX's host-to-device
+copies as device compute. Anything else is not an op (user TraceMes, runtime internals).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class OpCategory(enum.IntEnum):
 _MEMCPY = {
     "memcpyhtod": OpCategory.MEMCPY_H2D, "memcpydtoh": OpCategory.MEMCPY_D2H,
     "memcpydtod": OpCategory.MEMCPY_D2D, "memcpyhtoh": OpCategory.MEMCPY_H2H,
+    "memcpyh2d": OpCategory.MEMCPY_H2D, "memcpyd2h": OpCategory.MEMCPY_D2H,
+    "memcpyd2d": OpCategory.MEMCPY_D2D, "memcpyp2p": OpCategory.MEMCPY_D2D,
 }
 
 

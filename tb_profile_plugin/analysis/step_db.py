@@ -148,6 +148,10 @@ def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.
                                 | (types == EventType.DEVICE_COMPUTE_32)) & (shape_code >= 0)
         types[computes] = np.where(is_half[shape_code[computes]], EventType.DEVICE_COMPUTE_16,
                                    EventType.DEVICE_COMPUTE_32)
+        # XLA's own word where the profile holds its modules: the kernel's instruction
+        # computes in 16-bit (or narrower) floats (xspace/hlo_modules.py).
+        low = on_device & (types == EventType.DEVICE_COMPUTE_32) & table.canonical.low_precision
+        types[low] = EventType.DEVICE_COMPUTE_16
     # A group's root marks its step unless it is an implicit root (a function, session or
     # executor run the runtime marks as a root on its own): those carry no step name.
     implicit = table.names_matching(lambda s: s in IMPLICIT_ROOT_NAMES)[table.name_id]

@@ -81,6 +81,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.xspace.hlo_modules import LOW_PRECISION_BITS, HloInstructions
 from tb_profile_plugin.xspace.model import Line, Plane, Profile, StatColumns, StringTable
 from tb_profile_plugin.xspace.schema import (
     CUSTOM_PLANE_PREFIX,
@@ -268,6 +269,28 @@ def detect_framework(profile: Profile) -> FrameworkGuess:
     return _from_device_ops(profile)
 
 
+#: The Python tracer's events (JAX's `jax.profiler.trace` default, TF's python_tracer_level):
+#: `$<file>:<line> <function>`, `$<unknown> <function>` for C functions it saw called.
+_PYTHON_FUNCTION = re.compile(r"^\$(\S+) (.+)$")
+
+
+def python_function_label(event_name: str) -> str:
+    """`$train.py:84 batch` -> `batch (train.py:84)`; other names as they are."""
+    match = _PYTHON_FUNCTION.match(event_name)
+    if match is None:
+        return event_name
+    where, function = match.groups()
+    return function if where == "<unknown>" else f"{function} ({where})"
+
+
+def launches_from_untied_threads(framework: Framework) -> bool:
+    """Whether the framework's runtime launches a step's device work from threads that no flow
+    ties to the step: JAX's PjRt copies each step's inputs to the GPU from its
+    `pjrt_async_work_runner` threads (`MemcpyH2D` launches, correlated with the device copy,
+    after the `H2D Dispatch` that a flow does reach). Such launches take their step by time."""
+    return framework == Framework.JAX
+
+
 def _from_device_ops(profile: Profile) -> FrameworkGuess:
     """Rules 5 and 6: ops by their `tf_op` values (distinct values per stat column, found
     with numpy) and XLA's `hlo_module` stat. Reached only when no name decided."""
@@ -353,6 +376,7 @@ class CanonicalColumns:
     flops: np.ndarray  # float64, NaN where not written
     bytes_accessed: np.ndarray  # float64, NaN where not written
     framework_typed: np.ndarray  # bool: the producer wrote "name:Type" (a TensorFlow op)
+    low_precision: np.ndarray  # bool: computes in 16-bit (or narrower) floats, by its HLO
     texts: list[str]
 
     def text(self, code: int) -> str:
@@ -505,14 +529,17 @@ def hlo_kind(hlo_op: str) -> str:
     return _HLO_SUFFIX.sub("", hlo_op)
 
 
-def canonical_columns(lines: list[tuple[Plane, Line]]) -> CanonicalColumns:
-    """Canonical columns of every event of `lines`, concatenated in the given order."""
+def canonical_columns(lines: list[tuple[Plane, Line]],
+                      hlo: HloInstructions | None = None) -> CanonicalColumns:
+    """Canonical columns of every event of `lines`, concatenated in the given order. `hlo`:
+    the profile's compiled modules, which name the op and precision of kernels whose events
+    do not (xspace/hlo_modules.py)."""
     index = TextIndex()
     parts: dict[str, list[np.ndarray]] = {k: [] for k in (
         "op_name", "op_type", "hlo_op", "module", "kernel", "device_duration_ps", "flops",
-        "bytes_accessed", "framework_typed")}
+        "bytes_accessed", "framework_typed", "low_precision")}
     for plane, line in lines:
-        for key, column in _line_columns(plane, line, index).items():
+        for key, column in _line_columns(plane, line, index, hlo).items():
             parts[key].append(column)
 
     def cat(key: str, dtype: type) -> np.ndarray:
@@ -524,7 +551,7 @@ def canonical_columns(lines: list[tuple[Plane, Line]]) -> CanonicalColumns:
     return CanonicalColumns(
         ints["op_name"], ints["op_type"], ints["hlo_op"], ints["module"], ints["kernel"],
         ints["device_duration_ps"], cat("flops", np.float64), cat("bytes_accessed", np.float64),
-        cat("framework_typed", bool), index.texts,
+        cat("framework_typed", bool), cat("low_precision", bool), index.texts,
     )
 
 
@@ -533,7 +560,7 @@ def _host_line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, 
     n = len(line.events)
     none = np.full(n, -1, np.int64)
     out = {"op_name": none, "op_type": none, "hlo_op": none, "module": none, "kernel": none,
-           "framework_typed": np.zeros(n, bool),
+           "framework_typed": np.zeros(n, bool), "low_precision": np.zeros(n, bool),
            "device_duration_ps": line.events.duration_ps, "flops": np.full(n, np.nan),
            "bytes_accessed": np.full(n, np.nan)}
     if plane.stat_metadata.id_of("hlo_op") is None:
@@ -569,7 +596,8 @@ def _hlo_kinds(hlo: np.ndarray, index: TextIndex) -> np.ndarray:
     return kinds[hlo]
 
 
-def _line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.ndarray]:
+def _line_columns(plane: Plane, line: Line, index: TextIndex,
+                  hlo_ops: HloInstructions | None = None) -> dict[str, np.ndarray]:
     if plane_kind(plane.name) == PlaneKind.HOST:
         return _host_line_columns(plane, line, index)
     stats = _LineStats(plane, line)
@@ -593,21 +621,29 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.nd
         op_type = type_of[framework]
     framework_typed = op_type >= 0
     jax_name = stats.text("name", index)
+    hlo = stats.text("hlo_op", index)
+    kernel = stats.metadata_names(index, display=xla_line)
+    if xla_line:
+        hlo = np.where(hlo >= 0, hlo, kernel)
+    module = stats.text("hlo_module", index)
+    program = stats.text("program_id", index)
+    low_precision = np.zeros(stats.n, bool)
+    if hlo_ops is not None and len(hlo_ops):
+        from_hlo = _from_hlo(hlo_ops, index, kernel, hlo, program, module)
+        # The instruction's own op wins over `name`, which may hold only its scope
+        # (`jit(f)` for a fusion XLA made of `jit(f)/tanh`), as the reference reads it.
+        jax_name = np.where(from_hlo.op_name >= 0, from_hlo.op_name, jax_name)
+        hlo = from_hlo.hlo_op
+        low_precision = from_hlo.low_precision
     op_name = np.where(op_name >= 0, op_name, jax_name)
     op_type = np.where(op_type >= 0, op_type, stats.text("hlo_category", index))
     untyped = (op_type < 0) & (op_name >= 0)
     if untyped.any():  # a JAX op path is typed by its last component, as the reference does
         op_type[untyped] = _path_leaves(op_name[untyped], index)
-    hlo = stats.text("hlo_op", index)
-    kernel = stats.metadata_names(index, display=xla_line)
-    if xla_line:
-        hlo = np.where(hlo >= 0, hlo, kernel)
     op_name = np.where(op_name >= 0, op_name, hlo)
     missing = (op_type < 0) & (hlo >= 0)
     if missing.any():
         op_type[missing] = _hlo_kinds(hlo[missing], index)
-    module = stats.text("hlo_module", index)
-    program = stats.text("program_id", index)
     module = np.where(module >= 0, module, program)
     device_ps = stats.number("device_duration_ps")
     duration = line.events.duration_ps
@@ -616,9 +652,54 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.nd
     return {
         "op_name": op_name, "op_type": op_type, "hlo_op": hlo, "module": module,
         "kernel": kernel, "device_duration_ps": device_duration,
-        "framework_typed": framework_typed,
+        "framework_typed": framework_typed, "low_precision": low_precision,
         "flops": stats.number("flops"), "bytes_accessed": stats.number("bytes_accessed"),
     }
+
+
+@dataclass(frozen=True)
+class _FromHlo:
+    op_name: np.ndarray  # int64 codes: the instruction's framework op, -1 none
+    hlo_op: np.ndarray  # int64 codes: the event's HLO op, or its instruction where it names none
+    low_precision: np.ndarray  # bool
+
+
+#: XLA's HLO op on every kernel it replays inside a CUDA graph: names no instruction.
+COMMAND_BUFFER_PREFIX = "command_buffer"
+
+
+def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hlo: np.ndarray,
+              program: np.ndarray, module: np.ndarray) -> _FromHlo:
+    """Per event: what the module's HLO says of it (xspace/hlo_modules.py). The instruction is
+    the event's `hlo_op` (unless that is a command buffer), else the one the kernel is named
+    after; a library kernel named after none takes its module's library precision."""
+    n = len(kernel)
+    texts = index.texts
+    which = np.where(program >= 0, program, module)
+    keys = np.stack([which, hlo, kernel], axis=1)
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    op_of = np.full(len(distinct), -1, np.int64)
+    hlo_of = distinct[:, 1].copy()
+    low_of = np.zeros(len(distinct), bool)
+    for k, (which_code, hlo_code, kernel_code) in enumerate(distinct.tolist()):
+        if which_code < 0:
+            continue
+        found = hlo_ops.module(texts[which_code])
+        if found is None:
+            continue
+        hlo_text = texts[hlo_code] if hlo_code >= 0 else ""
+        names_op = bool(hlo_text) and not hlo_text.startswith(COMMAND_BUFFER_PREFIX)
+        key = hlo_text if names_op else (texts[kernel_code] if kernel_code >= 0 else "")
+        ins = found.by_kernel.get(key.replace(".", "_"))
+        if ins is None:
+            low_of[k] = 0 < found.library_float_bits <= LOW_PRECISION_BITS
+            continue
+        op_of[k] = index.code(ins.op_name) if ins.op_name else -1
+        if not names_op:
+            hlo_of[k] = index.code(ins.name)
+        low_of[k] = ins.low_precision
+    inverse = inverse.reshape(n)
+    return _FromHlo(op_of[inverse], hlo_of[inverse], low_of[inverse])
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""Capture real NVIDIA GPU profiles with JAX (CUPTI tracer) for the test fixtures.
+
+Runs where JAX sees an NVIDIA GPU (it needs ``jax[cuda]``; nothing from this project), and
+writes each capture as ``jax.profiler.trace`` leaves it, then copies every ``.xplane.pb``
+flat into ``--out`` as ``<fixture>.xplane.pb`` beside ``captures.json`` (versions, device,
+what each capture ran). ``tests/data/README.md`` says how the committed ones were made.
+
+    python scripts/capture_nvidia.py --out /tmp/nvidia_captures
+
+Fixtures (all jitted, compiled and warmed up outside the capture):
+
+``jax_nvidia_train``
+    ``NVIDIA_STEPS`` training steps of a small transformer block in bfloat16 (attention
+    through ``jax.nn.dot_product_attention``, layer norm, GELU MLP, SGD), each wrapped in
+    ``jax.profiler.StepTraceAnnotation("train", step_num=i)``. Every step copies a fresh
+    batch to the GPU (``jax.device_put``: host-to-device memcpys) and reads the loss back
+    (device-to-host).
+``jax_nvidia_plain``
+    No step markers: float32 convolutions and matrix products in a loop, a 64 MiB array sent
+    to the GPU and read back, and an on-device copy: memcpys of all three directions beside
+    kernels of several libraries (cuDNN, cuBLAS, XLA fusions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SEED = 1234
+NVIDIA_STEPS = 6
+BATCH, SEQ, MODEL, HEADS, FF = 16, 256, 512, 8, 2048
+LR = 1e-3
+CONV_CALLS = 5
+BIG_COPY_BYTES = 64 * 1024 * 1024
+
+
+def _transformer(jax: Any) -> tuple[Any, Any]:
+    """Params and a jitted train_step(params, x, y) -> (params, loss) of one block."""
+    import jax.numpy as jnp
+
+    key = jax.random.PRNGKey(SEED)
+    shapes = {"wq": (MODEL, MODEL), "wk": (MODEL, MODEL), "wv": (MODEL, MODEL),
+              "wo": (MODEL, MODEL), "w1": (MODEL, FF), "w2": (FF, MODEL)}
+    params = {}
+    for name, shape in shapes.items():
+        key, sub = jax.random.split(key)
+        params[name] = (jax.random.normal(sub, shape) / shape[0] ** 0.5).astype(jnp.bfloat16)
+
+    def norm(x: Any) -> Any:
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.var(x, axis=-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + 1e-5)
+
+    def block(p: Any, x: Any) -> Any:
+        h = norm(x)
+        q, k, v = (jnp.reshape(h @ p[w], (BATCH, SEQ, HEADS, MODEL // HEADS))
+                   for w in ("wq", "wk", "wv"))
+        attn = jax.nn.dot_product_attention(q, k, v, is_causal=True)
+        x = x + jnp.reshape(attn, (BATCH, SEQ, MODEL)) @ p["wo"]
+        return x + jax.nn.gelu(norm(x) @ p["w1"]) @ p["w2"]
+
+    def loss_fn(p: Any, x: Any, y: Any) -> Any:
+        return jnp.mean((block(p, x).astype(jnp.float32) - y) ** 2)
+
+    def train_step(p: Any, x: Any, y: Any) -> tuple[Any, Any]:
+        loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
+        return jax.tree_util.tree_map(lambda w, g: w - LR * g, p, grads), loss
+
+    return params, jax.jit(train_step)
+
+
+def capture_train(jax: Any, logdir: Path) -> dict[str, Any]:
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    params, train_step = _transformer(jax)
+
+    def batch() -> tuple[Any, Any]:
+        x = rng.standard_normal((BATCH, SEQ, MODEL)).astype(np.float32)
+        return jax.device_put(x.astype(jax.numpy.bfloat16)), jax.device_put(x * 0.5)
+
+    for _ in range(2):  # compile and warm up outside the capture
+        params, loss = train_step(params, *batch())
+        float(loss)
+    losses = []
+    with jax.profiler.trace(str(logdir)):
+        for step in range(NVIDIA_STEPS):
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                params, loss = train_step(params, *batch())
+                losses.append(float(loss))  # device-to-host copy, ends the step
+    return {"steps": NVIDIA_STEPS, "batch": BATCH, "seq": SEQ, "model": MODEL, "heads": HEADS,
+            "ff": FF, "dtype": "bfloat16", "losses": losses}
+
+
+def capture_plain(jax: Any, logdir: Path) -> dict[str, Any]:
+    import jax.numpy as jnp
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+
+    @jax.jit
+    def conv_net(x: Any, w1: Any, w2: Any, m: Any) -> Any:
+        dims = ("NCHW", "OIHW", "NCHW")
+        h = jax.nn.relu(jax.lax.conv_general_dilated(x, w1, (1, 1), "SAME",
+                                                     dimension_numbers=dims))
+        h = jax.lax.conv_general_dilated(h, w2, (2, 2), "SAME", dimension_numbers=dims)
+        flat = jnp.reshape(h, (h.shape[0], -1))
+        return jnp.tanh(flat @ m).sum()
+
+    x = jax.device_put(rng.standard_normal((32, 16, 64, 64)).astype(np.float32))
+    w1 = jax.device_put(rng.standard_normal((32, 16, 3, 3)).astype(np.float32) * 0.1)
+    w2 = jax.device_put(rng.standard_normal((32, 32, 3, 3)).astype(np.float32) * 0.1)
+    m = jax.device_put(rng.standard_normal((32 * 32 * 32, 256)).astype(np.float32) * 0.01)
+    big = rng.standard_normal(BIG_COPY_BYTES // 4).astype(np.float32)
+    copy = jax.jit(lambda a: a * 1.0 + 0.0)
+    float(conv_net(x, w1, w2, m))
+    copy(jax.device_put(big)).block_until_ready()
+    results = []
+    with jax.profiler.trace(str(logdir)):
+        for _ in range(CONV_CALLS):
+            results.append(float(conv_net(x, w1, w2, m)))
+        on_gpu = jax.device_put(big)  # host to device, 64 MiB
+        doubled = jnp.array(on_gpu, copy=True)  # device to device
+        back = np.asarray(copy(doubled))  # device to host, 64 MiB
+    return {"conv_calls": CONV_CALLS, "big_copy_bytes": BIG_COPY_BYTES,
+            "round_trip_equal": bool(np.array_equal(back, big)), "results": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/nvidia_capture_logdirs"))
+    args = parser.parse_args(argv)
+    import jax
+
+    devices = jax.devices()
+    facts: dict[str, Any] = {
+        "jax": jax.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
+        "devices": [f"{d.platform}:{d.id} {getattr(d, 'device_kind', '')}" for d in devices],
+        "captures": {}}
+    if devices[0].platform != "gpu":
+        print("no GPU visible to JAX:", facts["devices"], file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(args.work, ignore_errors=True)
+    for name, capture in (("jax_nvidia_train", capture_train), ("jax_nvidia_plain", capture_plain)):
+        logdir = args.work / name
+        began = time.perf_counter()
+        facts["captures"][name] = capture(jax, logdir)
+        files = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
+        for path in files:
+            shutil.copy(path, args.out / f"{name}.xplane.pb")
+            facts["captures"][name]["file"] = str(path.relative_to(logdir))
+            facts["captures"][name]["bytes"] = path.stat().st_size
+        facts["captures"][name]["seconds"] = round(time.perf_counter() - began, 2)
+        print(name, [f.name for f in files], facts["captures"][name].get("bytes"), flush=True)
+    (args.out / "captures.json").write_text(json.dumps(facts, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

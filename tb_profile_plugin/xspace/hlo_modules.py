@@ -1,0 +1,140 @@
+"""What XLA compiled: the HLO instructions behind device kernels, from the profile's own HloProtos.
+
+JAX and XLA write one serialized HloProto per compiled module into the `/host:metadata` plane
+(event metadata named `jit_f(<program id>)`, stat "Hlo Proto"). A kernel event names its module
+(`hlo_module`, `program_id`) and usually its framework op (`name` = the JAX op path) and HLO op
+(`hlo_op`). Not always: kernels that XLA replays inside a CUDA graph ("command buffer", JAX 0.5
+and later on NVIDIA GPUs) all carry `hlo_op` = `command_buffer_<N>` and no `name`, so neither
+the op nor its precision can be read from the event. The kernel's own name still names its
+instruction: XLA names a fusion's kernel after the instruction, dots made underscores
+(`gemm_fusion_dot.34` -> kernel `gemm_fusion_dot_34`).
+
+`HloInstructions.of(profile)` reads every module once (only the fields in protos/
+hlo_summary.proto) and answers, for (program id or module name, kernel name): the instruction,
+its framework op (OpMetadata.op_name) and the precision it computes in: the narrowest float
+among its operands and its result (a bf16 x bf16 -> f32 matrix product runs at bf16 on the
+Tensor Cores). Library kernels (cuBLAS `nvjet_*`, cuDNN `sm90_xmma_*`) have no instruction of
+their name; within a module whose library calls (custom-calls) all compute in one precision,
+they take that one.
+
+| XLA PrimitiveType (number)                                  | float bits |
+|-------------------------------------------------------------|------------|
+| F16 (10), BF16 (16)                                         | 16         |
+| F32 (11), F64 (12)                                          | 32, 64     |
+| F8E5M2 (19), F8E4M3FN (20), F8E4M3B11FNUZ (23), F8E5M2FNUZ  | 8          |
+| (24), F8E4M3FNUZ (25), F8E4M3 (28), F8E3M4 (29), F8E8M0FNU  |            |
+| (31); F4E2M1FN (30)                                         | 4          |
+| integers, PRED, tuples, tokens                              | not floats |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
+
+from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.pb import hlo_summary_pb2
+from tb_profile_plugin.xspace.schema import METADATA_PLANE_NAME, StatKind
+
+HLO_PROTO_STAT = "Hlo Proto"
+TUPLE = 13
+FLOAT_BITS = {10: 16, 16: 16, 11: 32, 12: 64, 19: 8, 20: 8, 23: 8, 24: 8, 25: 8, 28: 8, 29: 8,
+              31: 8, 30: 4}
+#: At most this many float bits is the "16-bit" precision class users see.
+LOW_PRECISION_BITS = 16
+
+
+@dataclass(frozen=True)
+class Instruction:
+    name: str  # the HLO instruction (`gemm_fusion_dot.34`)
+    op_name: str  # its framework op: the JAX op path or TF op name; "" when XLA made it
+    float_bits: int  # the narrowest float among its operands and result; 0: no float
+
+    @property
+    def low_precision(self) -> bool:
+        return 0 < self.float_bits <= LOW_PRECISION_BITS
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # `jit_train_step`
+    program_id: int  # -1 when the metadata name carries none
+    by_kernel: dict[str, Instruction]  # kernel name (dots made underscores) -> instruction
+    library_float_bits: int  # the one precision of all its custom-calls, else 0
+
+
+class HloInstructions:
+    """The profile's compiled modules, by program id and by (unique) module name."""
+
+    def __init__(self, modules: list[Module]) -> None:
+        self._by_program = {m.program_id: m for m in modules if m.program_id >= 0}
+        names: dict[str, list[Module]] = {}
+        for m in modules:
+            names.setdefault(m.name, []).append(m)
+        self._by_name = {n: ms[0] for n, ms in names.items() if len(ms) == 1}
+
+    def __len__(self) -> int:
+        return len(self._by_program) + len(self._by_name)
+
+    def module(self, module_or_program: str) -> Module | None:
+        """The module an event names by `program_id` (decimal) or `hlo_module`."""
+        if module_or_program.isdigit():
+            return self._by_program.get(int(module_or_program))
+        return self._by_name.get(module_or_program)
+
+    @staticmethod
+    def of(profile: Profile) -> HloInstructions:
+        """Every module of the profile's metadata plane; a proto that does not parse is
+        skipped (the kernels of that module keep what their events say)."""
+        plane = profile.plane(METADATA_PLANE_NAME)
+        if plane is None:
+            return HloInstructions([])
+        stat_id = plane.stat_metadata.id_of(HLO_PROTO_STAT)
+        if stat_id is None:
+            return HloInstructions([])
+        meta = plane.event_metadata
+        stats = meta.stats
+        modules = []
+        for k in stats.rows_with(stat_id).tolist():
+            if int(stats.kind[k]) != StatKind.BYTES:
+                continue
+            data = stats.python_value(k)
+            assert isinstance(data, bytes)
+            module = _read_module(data, meta.names[int(stats.row[k])])
+            if module is not None:
+                modules.append(module)
+        return HloInstructions(modules)
+
+
+def _read_module(data: bytes, metadata_name: str) -> Module | None:
+    try:
+        proto = hlo_summary_pb2.HloProto.FromString(data).hlo_module
+    except (DecodeError, ValueError):
+        return None
+    program_id = -1
+    name, _, rest = metadata_name.partition("(")
+    if rest.endswith(")") and rest[:-1].isdigit():
+        program_id = int(rest[:-1])
+    kept = [ins for c in proto.computations if not c.is_fusion_computation  # fused ones run
+            for ins in c.instructions]  # inside their fusion's kernel
+    bits_of_id = {ins.id: _float_bits(ins.shape) for ins in kept}
+    by_kernel: dict[str, Instruction] = {}
+    library_bits: set[int] = set()
+    for ins in kept:
+        floats = [b for b in [bits_of_id[ins.id]] + [bits_of_id.get(o, 0) for o in ins.operand_ids]
+                  if b]
+        bits = min(floats) if floats else 0
+        by_kernel[ins.name.replace(".", "_")] = Instruction(ins.name, ins.metadata.op_name, bits)
+        if ins.opcode == "custom-call" and ins.custom_call_target:
+            library_bits.add(bits)
+    library = library_bits.pop() if len(library_bits) == 1 else 0
+    return Module(proto.name or name, program_id, by_kernel, library)
+
+
+def _float_bits(shape: hlo_summary_pb2.ShapeProto) -> int:
+    """Float width of a result shape (a tuple: its first element); 0 when not a float."""
+    element_type = shape.element_type
+    if element_type == TUPLE and shape.tuple_shapes:
+        element_type = shape.tuple_shapes[0].element_type
+    return FLOAT_BITS.get(element_type, 0)
