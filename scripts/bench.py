@@ -30,6 +30,10 @@ With `--scale [PATH]`: 1M, 10M and 20M-event captures made from the real capture
 /tmp/tbp_large), "longer" (repeated in time) and "wider" (repeated as more threads), written once
 under `--scratch`; overview, tensorflow_stats and the trace's first window cold (and reopened
 from the disk cache), time and peak RSS, beside the reference's (scripts/bench_scale.py).
+With `--warm PATH [--code DIR]`: every analysis view through the plugin's data route, cold
+once then `--repeats` times warm (the same request again from the same server; median and
+all, ms), load noted; `--code` runs another checkout, for before/after in one run
+(scripts/bench_warm.py).
 Prints one JSON object; `--json-out F` also writes it to F.
 """
 
@@ -148,7 +152,8 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, help="multi-host mode: N synthetic hosts")
     parser.add_argument("--server", action="store_true",
                         help="with --hosts: the plugin's ALL_HOSTS routes, server and tree RSS")
-    parser.add_argument("--code", type=Path, help="with --server: the checkout to run")
+    parser.add_argument("--code", type=Path,
+                        help="with --server or --warm: the checkout to run")
     parser.add_argument("--scheduler", help="with --server: a Dask scheduler address")
     parser.add_argument("--steps", type=int, default=400, help="with --server: steps per host")
     parser.add_argument("--capture", type=Path,
@@ -174,7 +179,20 @@ def main() -> int:
                         "20m_longer,20m_wider", help="with --scale: captures the reference runs on")
     parser.add_argument("--reference-timeout", type=float, default=300.0,
                         help="with --scale: seconds a reference run may take (capped beyond)")
+    parser.add_argument("--warm", action="store_true",
+                        help="cold and warm data-route requests per view (bench_warm.py)")
+    parser.add_argument("--repeats", type=int, default=5, help="with --warm: warm requests")
     args = parser.parse_args()
+    if args.warm:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_warm import run as run_warm
+
+        text = json.dumps(run_warm(_find(args.path or Path("/tmp/tbp_large")), args.code,
+                                   repeats=args.repeats), indent=2)
+        print(text)
+        if args.json_out:
+            args.json_out.write_text(text + "\n")
+        return 0
     if args.scale:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from bench_scale import run as run_scale
