@@ -15,6 +15,10 @@ Fixtures (all jitted, compiled and warmed up outside the capture):
     ``jax.profiler.StepTraceAnnotation("train", step_num=i)``. Every step copies a fresh
     batch to the GPU (``jax.device_put``: host-to-device memcpys) and reads the loss back
     (device-to-host).
+``jax_nvidia_train_nograph``
+    The same program and steps with XLA's CUDA graphs off
+    (``XLA_FLAGS=--xla_gpu_enable_command_buffer=``): every kernel is launched alone and
+    carries its op (`name`) and HLO op, which the graph kernels of ``jax_nvidia_train`` lack.
 ``jax_nvidia_plain``
     No step markers: float32 convolutions and matrix products in a loop, a 64 MiB array sent
     to the GPU and read back, and an on-device copy: memcpys of all three directions beside
@@ -25,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -132,11 +138,44 @@ def capture_plain(jax: Any, logdir: Path) -> dict[str, Any]:
             "round_trip_equal": bool(np.array_equal(back, big)), "results": results}
 
 
+#: Fixtures, what runs them, and the XLA flags their process starts with.
+FIXTURES = {
+    "jax_nvidia_train": (capture_train, ""),
+    "jax_nvidia_train_nograph": (capture_train, "--xla_gpu_enable_command_buffer="),
+    "jax_nvidia_plain": (capture_plain, ""),
+}
+
+
+def capture_one(name: str, out: Path, work: Path) -> dict[str, Any]:
+    """Runs fixture `name` in this process (its XLA flags already set) into `out`."""
+    import jax
+
+    logdir = work / name
+    shutil.rmtree(logdir, ignore_errors=True)
+    began = time.perf_counter()
+    facts: dict[str, Any] = FIXTURES[name][0](jax, logdir)
+    files = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    for path in files:
+        shutil.copy(path, out / f"{name}.xplane.pb")
+        facts["file"] = str(path.relative_to(logdir))
+        facts["bytes"] = path.stat().st_size
+    facts["seconds"] = round(time.perf_counter() - began, 2)
+    facts["xla_flags"] = os.environ.get("XLA_FLAGS", "")
+    return facts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/nvidia_capture_logdirs"))
+    parser.add_argument("--only", choices=sorted(FIXTURES), action="append")
+    parser.add_argument("--_child", dest="child", choices=sorted(FIXTURES), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.child:  # one fixture in a process of its own (its XLA flags apply from the start)
+        facts = capture_one(args.child, args.out, args.work)
+        (args.out / f"{args.child}.json").write_text(json.dumps(facts))
+        return 0
     import jax
 
     devices = jax.devices()
@@ -147,19 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     if devices[0].platform != "gpu":
         print("no GPU visible to JAX:", facts["devices"], file=sys.stderr)
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(args.work, ignore_errors=True)
-    for name, capture in (("jax_nvidia_train", capture_train), ("jax_nvidia_plain", capture_plain)):
-        logdir = args.work / name
-        began = time.perf_counter()
-        facts["captures"][name] = capture(jax, logdir)
-        files = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
-        for path in files:
-            shutil.copy(path, args.out / f"{name}.xplane.pb")
-            facts["captures"][name]["file"] = str(path.relative_to(logdir))
-            facts["captures"][name]["bytes"] = path.stat().st_size
-        facts["captures"][name]["seconds"] = round(time.perf_counter() - began, 2)
-        print(name, [f.name for f in files], facts["captures"][name].get("bytes"), flush=True)
+    for name in args.only or list(FIXTURES):
+        env = dict(os.environ, XLA_FLAGS=" ".join(
+            f for f in (os.environ.get("XLA_FLAGS", ""), FIXTURES[name][1]) if f))
+        subprocess.run([sys.executable, __file__, "--out", str(args.out), "--work",
+                        str(args.work), "--_child", name], check=True, env=env)
+        result = args.out / f"{name}.json"
+        facts["captures"][name] = json.loads(result.read_text())
+        result.unlink()
+        print(name, facts["captures"][name].get("bytes"), flush=True)
     (args.out / "captures.json").write_text(json.dumps(facts, indent=1))
     return 0
 
