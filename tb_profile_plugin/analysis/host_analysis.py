@@ -160,7 +160,10 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
             steps, step_module = from_executions.steps, from_executions.module
             root_rule = EXECUTION_RULE
     op_analysis = profile_ops(profile)
-    compute16, compute32 = compute_precision_ps(table, types)
+    if root_rule == EXECUTION_RULE:  # steps without groups: every kernel is the program's
+        compute16, compute32 = compute_precision_ps(table, classify(forest, grouped_only=False)[0])
+    else:
+        compute16, compute32 = compute_precision_ps(table, types)
     ops = dataclasses.replace(op_analysis.ops, compute_16bit_ps=compute16,
                               compute_32bit_ps=compute32)
     iterator_names = tf_data_names(table.names)

@@ -307,3 +307,14 @@ def test_all_three_copy_directions_are_transfers_not_compute() -> None:
     h2d = sum(e - s for n, s, e in _device_events(space, "") if n == "MemcpyH2D")
     assert copies["MemcpyH2D"]["total_self_time_us"] == pytest.approx(h2d / 1e6, abs=1e-3)
     assert np.isfinite(copies["MemcpyD2H"]["total_self_time_us"])
+
+
+def test_a_float32_program_without_step_markers_is_told_to_use_bfloat16() -> None:
+    """Steps are the jitted function's executions; the precision covers their kernels (all
+    f32 by the module's HLO), so the bfloat16 advice is given, with its evidence."""
+    overview = build_view("overview_page", _capture("jax_nvidia_plain"))
+    assert overview["step_rule"] == "executions"
+    assert overview["device_compute_precision"] == {"percent_16bit": 0.0,
+                                                    "percent_32bit": 100.0}
+    advice = {a["key"]: a for a in overview["advice"]}
+    assert "bfloat16" in advice["mixed_precision"]["text"]
