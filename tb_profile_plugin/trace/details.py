@@ -24,9 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from tb_profile_plugin.analysis.profile_cache import per_profile
 from tb_profile_plugin.errors import BadRequest, NotFound
 from tb_profile_plugin.trace.index import TraceIndex
 from tb_profile_plugin.trace.window import HostTrace, TraceSet
+from tb_profile_plugin.xspace.hlo_modules import HloInstructions
 from tb_profile_plugin.xspace.model import StatColumns, StatMetadataTable
 from tb_profile_plugin.xspace.schema import StatKind, is_device_plane
 
@@ -167,12 +169,35 @@ def event_details(trace: TraceSet, event_id: int) -> dict[str, Any]:
             stats_not_shown += _stats_of(plane.event_metadata.stats, meta_row,
                                          plane.stat_metadata, stats)
         stats_not_shown += _stats_of(line.stats, row, plane.stat_metadata, stats)
+        if is_device_plane(plane.name):
+            _add_xla_instruction(index, event["name"], stats)
         if not long_name and isinstance(stats.get("long_name"), str):
             long_name = str(stats["long_name"])
     process_name = f"{host.host}: {process.name}" if trace.combined else process.name
     event.update(long_name=long_name, process=process_name, thread=track.name, stats=stats,
                  stats_not_shown=stats_not_shown)
     return {"event": event, "flows": [] if track.derived else _flows(host, local)}
+
+
+#: The profile's compiled modules, read once per profile (xspace/hlo_modules.py).
+_hlo_instructions = per_profile(HloInstructions.of)
+
+
+def _add_xla_instruction(index: TraceIndex, kernel: str, stats: dict[str, Any]) -> None:
+    """A kernel's HLO instruction, its framework op and precision, from the module's HLO, for
+    kernels whose stats do not say (inside a CUDA graph: `hlo_op` = `command_buffer_N`)."""
+    module = stats.get("program_id", stats.get("hlo_module"))
+    if module is None:
+        return
+    _, ins = _hlo_instructions(index.profile).resolve(str(module), str(stats.get("hlo_op", "")),
+                                                      kernel)
+    if ins is None:
+        return
+    stats["xla_instruction"] = ins.name
+    if ins.op_name:
+        stats["xla_op_name"] = ins.op_name
+    if ins.float_bits:
+        stats["xla_float_bits"] = ins.float_bits
 
 
 def _is_tf_data(name: str) -> bool:

@@ -38,6 +38,8 @@ from tb_profile_plugin.xspace.pb import hlo_summary_pb2
 from tb_profile_plugin.xspace.schema import METADATA_PLANE_NAME, StatKind
 
 HLO_PROTO_STAT = "Hlo Proto"
+#: XLA's HLO op on every kernel it replays inside a CUDA graph: names no instruction.
+COMMAND_BUFFER_PREFIX = "command_buffer"
 TUPLE = 13
 FLOAT_BITS = {10: 16, 16: 16, 11: 32, 12: 64, 19: 8, 20: 8, 23: 8, 24: 8, 25: 8, 28: 8, 29: 8,
               31: 8, 30: 4}
@@ -82,6 +84,17 @@ class HloInstructions:
         if module_or_program.isdigit():
             return self._by_program.get(int(module_or_program))
         return self._by_name.get(module_or_program)
+
+    def resolve(self, module_or_program: str, hlo_op: str, kernel: str
+                ) -> tuple[Module | None, Instruction | None]:
+        """The module an event names, and the instruction it ran for: its `hlo_op` when that
+        names one (not a command buffer), else the one its kernel is named after."""
+        module = self.module(module_or_program) if module_or_program else None
+        if module is None:
+            return None, None
+        names_op = bool(hlo_op) and not hlo_op.startswith(COMMAND_BUFFER_PREFIX)
+        key = hlo_op if names_op else kernel
+        return module, module.by_kernel.get(key.replace(".", "_"))
 
     @staticmethod
     def of(profile: Profile) -> HloInstructions:

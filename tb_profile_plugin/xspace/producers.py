@@ -664,15 +664,11 @@ class _FromHlo:
     low_precision: np.ndarray  # bool
 
 
-#: XLA's HLO op on every kernel it replays inside a CUDA graph: names no instruction.
-COMMAND_BUFFER_PREFIX = "command_buffer"
-
-
 def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hlo: np.ndarray,
               program: np.ndarray, module: np.ndarray) -> _FromHlo:
-    """Per event: what the module's HLO says of it (xspace/hlo_modules.py). The instruction is
-    the event's `hlo_op` (unless that is a command buffer), else the one the kernel is named
-    after; a library kernel named after none takes its module's library precision."""
+    """Per event: what the module's HLO says of it (`HloInstructions.resolve`, one lookup per
+    distinct (module, HLO op, kernel)); a library kernel named after no instruction takes its
+    module's library precision."""
     n = len(kernel)
     texts = index.texts
     which = np.where(program >= 0, program, module)
@@ -682,21 +678,16 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
     hlo_of = distinct[:, 1].copy()
     low_of = np.zeros(len(distinct), bool)
     for k, (which_code, hlo_code, kernel_code) in enumerate(distinct.tolist()):
-        if which_code < 0:
-            continue
-        found = hlo_ops.module(texts[which_code])
+        hlo_text = texts[hlo_code] if hlo_code >= 0 else ""
+        found, ins = hlo_ops.resolve(texts[which_code] if which_code >= 0 else "", hlo_text,
+                                     texts[kernel_code] if kernel_code >= 0 else "")
         if found is None:
             continue
-        hlo_text = texts[hlo_code] if hlo_code >= 0 else ""
-        names_op = bool(hlo_text) and not hlo_text.startswith(COMMAND_BUFFER_PREFIX)
-        key = hlo_text if names_op else (texts[kernel_code] if kernel_code >= 0 else "")
-        ins = found.by_kernel.get(key.replace(".", "_"))
         if ins is None:
             low_of[k] = 0 < found.library_float_bits <= LOW_PRECISION_BITS
             continue
         op_of[k] = index.code(ins.op_name) if ins.op_name else -1
-        if not names_op:
-            hlo_of[k] = index.code(ins.name)
+        hlo_of[k] = index.code(ins.name)
         low_of[k] = ins.low_precision
     inverse = inverse.reshape(n)
     return _FromHlo(op_of[inverse], hlo_of[inverse], low_of[inverse])

@@ -318,3 +318,23 @@ def test_a_float32_program_without_step_markers_is_told_to_use_bfloat16() -> Non
                                                     "percent_32bit": 100.0}
     advice = {a["key"]: a for a in overview["advice"]}
     assert "bfloat16" in advice["mixed_precision"]["text"]
+
+
+def test_trace_details_of_a_graph_kernel_name_its_instruction() -> None:
+    """The trace's details of a kernel inside the CUDA graph add what its events lack: the HLO
+    instruction, its JAX op and its float width, from the module's HLO."""
+    from tb_profile_plugin.trace.details import event_details
+    from tb_profile_plugin.trace.window import trace_set
+    from tb_profile_plugin.xspace.decode import decode_xspace
+
+    trace = trace_set({"vm": decode_xspace(_capture("jax_nvidia_train").read_bytes())})
+    index = trace.hosts[0].index
+    names = [index.names[int(k)] for k in index.name_id]
+    kernel = names.index("gemm_fusion_dot_34")
+    stats = event_details(trace, trace.hosts[0].id_offset + kernel)["event"]["stats"]
+    assert stats["hlo_op"] == "command_buffer_1"
+    assert stats["xla_instruction"] == "gemm_fusion_dot.34"
+    assert stats["xla_op_name"] == "jit(train_step)/jvp()/dot_general"
+    assert stats["xla_float_bits"] == 16
+    copy = names.index("MemcpyH2D")
+    assert "xla_instruction" not in event_details(trace, copy)["event"]["stats"]
