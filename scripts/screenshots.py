@@ -41,6 +41,10 @@ SHOTS = (
     ("pod_viewer", "two_hosts", "pod_viewer"),
     ("tf_data_bottleneck_analysis", "tfdata_slow", "tf_data_bottleneck_analysis"),
     ("profile_info", "keras_fit", "profile_info"),
+    # A real JAX capture on an NVIDIA H200: bf16 step, kernels inside a CUDA graph.
+    ("overview_jax_nvidia", "jax_nvidia_train", "overview_page"),
+    ("kernel_stats_jax_nvidia", "jax_nvidia_train", "kernel_stats"),
+    ("trace_viewer_jax_nvidia", "jax_nvidia_train", "trace_viewer"),
 )
 CAPTURES = sorted({capture for _, capture, _ in SHOTS} | {"tfdata_parallel"})
 
