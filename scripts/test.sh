@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== ruff"
-python -m ruff check tb_profile_plugin tests scripts/bench.py scripts/make_fixtures.py
+python -m ruff check tb_profile_plugin tests scripts/bench.py scripts/make_fixtures.py scripts/capture_nvidia.py
 
 echo "== mypy"
 python -m mypy tb_profile_plugin --ignore-missing-imports

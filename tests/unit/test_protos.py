@@ -45,3 +45,38 @@ print("OK")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300, cwd=ROOT)
     assert result.stdout.strip().endswith("OK"), result.stderr[-3000:]
+
+
+def test_hlo_summary_reads_xla_hlo_protos_as_xla_does() -> None:
+    """protos/hlo_summary.proto declares a few of XLA's HloProto fields with XLA's numbers:
+    on every module of a real JAX capture it reads what TensorFlow's own copy of XLA's schema
+    reads (names, opcodes, element types, op names, operands, fusion computations)."""
+    pytest.importorskip("tensorflow")
+    code = """
+import glob
+from tensorflow.compiler.xla.service import hlo_pb2 as xla_hlo
+from tb_profile_plugin.xspace.pb import hlo_summary_pb2, xplane_pb2
+path = glob.glob("tests/data/jax_nvidia_train/plugins/profile/*/*.xplane.pb")[0]
+space = xplane_pb2.XSpace.FromString(open(path, "rb").read())
+meta = next(p for p in space.planes if p.name == "/host:metadata")
+count = 0
+for entry in meta.event_metadata.values():
+    data = entry.stats[0].bytes_value
+    theirs = xla_hlo.HloProto.FromString(data).hlo_module
+    ours = hlo_summary_pb2.HloProto.FromString(data).hlo_module
+    assert (ours.name, ours.id) == (theirs.name, theirs.id)
+    for c_ours, c_theirs in zip(ours.computations, theirs.computations, strict=True):
+        assert c_ours.is_fusion_computation == c_theirs.is_fusion_computation
+        for a, b in zip(c_ours.instructions, c_theirs.instructions, strict=True):
+            assert (a.name, a.opcode, a.id, list(a.operand_ids), a.metadata.op_name) == (
+                b.name, b.opcode, b.id, list(b.operand_ids), b.metadata.op_name)
+            assert a.shape.element_type == b.shape.element_type
+            assert [t.element_type for t in a.shape.tuple_shapes] == [
+                t.element_type for t in b.shape.tuple_shapes]
+            count += 1
+assert count > 1000, count
+print("OK", count)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, cwd=ROOT)
+    assert "OK" in result.stdout, result.stderr[-3000:]
