@@ -14,7 +14,8 @@ right after it (xprof_reference.md §3.5 "Memory profile"):
     requested_bytes      requested_bytes      what the op asked for
     allocation_bytes     allocation_bytes     what the allocator handed out
     addr                 address              the chunk's address
-    tf_op                op                   the op that allocated
+    tf_op                op                   the op that allocated (none written: the
+                                              XLA module whose execution encloses it)
     group_id             step_id              the step (from the event forest's groups)
     region_type          region_type          output, temp, persist, ...
     data_type            data_type            a TensorFlow DataType enum value
@@ -37,6 +38,7 @@ import numpy as np
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.producers import running_module
 
 ALLOCATION = "MemoryAllocation"
 DEALLOCATION = "MemoryDeallocation"
@@ -135,6 +137,7 @@ def build_memory_snapshots(profile: Profile) -> MemorySnapshots:
     if len(events) == 0:
         return MemorySnapshots({}, num_host)
     columns = _read_columns(table, events)
+    _ops_from_running_modules(forest.nesting.parent, table, events, columns)
     columns["step_id"] = group_id[events]
     allocator_codes, allocator_names = _memory_ids(table, events)
     allocators: dict[str, AllocatorSnapshots] = {}
@@ -180,6 +183,37 @@ def _read_columns(table: EventTable, events: np.ndarray) -> dict[str, np.ndarray
         columns[column] = remap[np.where(picked < 0, len(names), picked)]
     columns["texts"] = list(texts)
     return columns
+
+
+#: How far up the nesting an allocation looks for the module it runs in.
+_MAX_MODULE_DEPTH = 32
+
+
+def _ops_from_running_modules(parent: np.ndarray, table: EventTable, events: np.ndarray,
+                              columns: dict) -> None:
+    """Allocations that name no op (XLA's buffers: JAX writes no `tf_op`) take the module of
+    the nearest enclosing execution (producers.py `running_module`): the buffers of
+    `jit_train_step`, not an empty op. One step up the nesting per round, for those events."""
+    op = columns["op"]
+    texts: list[str] = columns["texts"]
+    module_of_name = [running_module(n) for n in table.names]
+    if not any(module_of_name):
+        return
+    distinct = sorted({m for m in module_of_name if m})
+    code_of = {m: len(texts) + k for k, m in enumerate(distinct)}
+    name_code = np.array([code_of[m] if m else -1 for m in module_of_name] + [-1], np.int64)
+    todo = np.flatnonzero(op < 0)
+    at = parent[events[todo]]
+    for _ in range(_MAX_MODULE_DEPTH):
+        inside = at >= 0
+        todo, at = todo[inside], at[inside]
+        if len(todo) == 0:
+            break
+        found = name_code[table.name_id[at]]
+        hit = found >= 0
+        op[todo[hit]] = found[hit]
+        todo, at = todo[~hit], parent[at[~hit]]
+    texts.extend(distinct)
 
 
 def _memory_ids(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, list[str]]:

@@ -701,6 +701,8 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
 # | module of an execution | XLA on TPU (Modules line)| `jit_f(12193…)`: name(fingerprint)    |
 # | host dispatch of a call| JAX (jaxlib)             | `PjitFunction(f)` for module `jit_f`  |
 # | host side of a call    | XLA on GPU               | `jit_f:XLA GPU module`, launches in it|
+# | a call, buffers in it  | PjRt (JAX 0.5+)          | `CommonPjRtLoadedExecutable::Execute  |
+# |                        |                          | (jit_f)`, allocations nested in it    |
 # | call of a tf.function  | TensorFlow 2 (eager)     | `EagerLocalExecute: __inference_f_12` |
 # |                        |                          | (its number: the concrete function)   |
 # | collective             | XLA (all producers)      | HLO op/category `all-reduce[-start]`, |
@@ -725,6 +727,21 @@ def dispatched_module(event_name: str) -> str | None:
     """The module a host dispatch event runs: `PjitFunction(loss_fn)` -> `jit_loss_fn`."""
     match = _JAX_DISPATCH.match(event_name)
     return f"jit_{match.group(1)}" if match else None
+
+
+#: PjRt's host-side execution of a compiled module (JAX 0.5 and later):
+#: `CommonPjRtLoadedExecutable::Execute (jit_train_step)`.
+_PJRT_EXECUTE = re.compile(r"^\S*LoadedExecutable::Execute \((.+)\)$")
+
+
+def running_module(event_name: str) -> str | None:
+    """The module a host event runs, for work nested in it (XLA's buffer allocations): a
+    PjRt execution (`CommonPjRtLoadedExecutable::Execute (jit_f)`), XLA on GPU's
+    `jit_f:XLA GPU module`, or JAX's dispatch `PjitFunction(f)`; else None."""
+    match = _PJRT_EXECUTE.match(event_name)
+    if match:
+        return match.group(1)
+    return host_execution_module(event_name) or dispatched_module(event_name)
 
 
 def is_collective(text: str) -> bool:

@@ -358,3 +358,16 @@ def test_a_device_bound_step_is_mostly_device_compute_and_never_told_to_jit_the_
         assert "jit the whole" not in item["text"]
     assert "jit_whole_step" in {w["key"] for w in overview["advice_withheld"]}
     assert overview["device_compute_precision"]["percent_16bit"] > 50.0
+
+
+def test_gpu_memory_is_attributed_to_the_module_that_allocated_it() -> None:
+    """JAX's GPU allocator writes no op on its allocations; they happen while PjRt builds the
+    buffers of one execution (`CommonPjRtLoadedExecutable::Execute (jit_train_step)` encloses
+    them), so the memory breakdown names that module, the step's 1.26 GB temp buffer first."""
+    memory = build_view("memory_profile", _capture("jax_nvidia_device_bound"))
+    assert memory["memory_id"] == "GPU_0_bfc"
+    top = memory["breakdown"][0]
+    assert (top["op_name"], top["allocation_bytes"]) == ("jit_train_step", 1_258_458_880)
+    tensors = [row for row in memory["breakdown"] if row["kind"] == "tensor"]
+    assert tensors and all(row["op_name"] == "jit_train_step" for row in tensors)
+    assert memory["summary"]["peak_heap_usage_lifetime_bytes"] == 1_765_970_944
