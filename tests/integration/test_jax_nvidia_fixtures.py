@@ -371,3 +371,41 @@ def test_gpu_memory_is_attributed_to_the_module_that_allocated_it() -> None:
     tensors = [row for row in memory["breakdown"] if row["kind"] == "tensor"]
     assert tensors and all(row["op_name"] == "jit_train_step" for row in tensors)
     assert memory["summary"]["peak_heap_usage_lifetime_bytes"] == 1_765_970_944
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "recursive"])
+def test_broken_hlo_protos_leave_the_kernels_as_their_events_say(tmp_path: Path,
+                                                                 damage: str) -> None:
+    """A module whose HloProto does not parse is skipped: its graph kernels keep the op their
+    events give (the command buffer), every view still answers."""
+    space = _space("jax_nvidia_train")
+    meta = _plane(space, "/host:metadata")
+    for entry in meta.event_metadata.values():
+        stat = entry.stats[0]
+        if damage == "garbage":
+            stat.bytes_value = b"\xff" * 64
+        elif damage == "truncated":
+            stat.bytes_value = stat.bytes_value[: len(stat.bytes_value) // 2]
+        else:  # tuple shapes nested far deeper than any parser allows
+            nested = b""
+            for _ in range(2000):
+                nested = b"\x22" + _varint(len(nested)) + nested  # ShapeProto.tuple_shapes
+            instruction = b"\x1a" + _varint(len(nested)) + nested  # HloInstruction.shape
+            computation = b"\x12" + _varint(len(instruction)) + instruction
+            module = b"\x1a" + _varint(len(computation)) + computation
+            stat.bytes_value = b"\x0a" + _varint(len(module)) + module
+    path = tmp_path / "vm.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    rows = build_view("kernel_stats", path)["rows"]
+    assert rows and all(r["hlo_op"] == "command_buffer_1" for r in rows
+                        if not r["kernel_name"].startswith("Memset"))
+    assert build_view("overview_page", path)["steps"]
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
