@@ -1,7 +1,8 @@
-"""Builds the optional compiled line decoder; everything else is in pyproject.toml.
+"""Builds the optional compiled accelerators; everything else is in pyproject.toml.
 
-The extension is optional: without a C compiler the package installs and uses its pure-numpy
-decoder (tb_profile_plugin/xspace/wire_numpy.py), which gives the same columns, only slower.
+Both extensions are optional: without a C compiler the package installs and uses their numpy
+versions, which give the same results, only slower: the line decoder
+(tb_profile_plugin/xspace/wire_numpy.py) and the trace's nesting order (trace/depth.py).
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,12 @@ setup(
             sources=["tb_profile_plugin/xspace/_wire.c"],
             optional=True,
             extra_compile_args=["-O3"],
-        )
+        ),
+        Extension(
+            "tb_profile_plugin.trace._nesting",
+            sources=["tb_profile_plugin/trace/_nesting.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        ),
     ]
 )

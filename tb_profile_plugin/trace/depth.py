@@ -17,24 +17,78 @@ That count is the nesting depth when the events nest properly. Events that overl
 nesting (the Python tracer's) are checked for exactly as `analysis/nesting.py` does (in a
 properly nested track every close leaves the count at the closing event's own depth) and then
 take the depth that module gives them, so the trace and the analysis agree on every event.
+
+Both cases are the depth a stack gives (an event's parent is the nearest earlier one, in start
+order, whose close is not before its own): the compiled `_nesting.depth_order` (trace/
+_nesting.c, built with the package when a C compiler is there) computes exactly that in one
+O(n) pass and orders by depth with a counting sort: on the 20M-event capture's busiest thread
+(18M events) 0.1 s instead of 5.4 s here. The numpy version below stays the reference (the
+tests compare both on random tracks) and the fallback.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from tb_profile_plugin.analysis.nesting import stack_nesting, start_order
 
+try:  # the optional compiled pass (setup.py)
+    from tb_profile_plugin.trace import _nesting  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - built wherever a compiler is
+    _nesting = None
 
-def depth_order(start_ps: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+#: Set to 1 to use the numpy version even where the compiled one is built.
+PURE_NESTING_ENV = "TB_PROFILE_PURE_NESTING"
+
+
+def compiled_nesting_available() -> bool:
+    return _nesting is not None
+
+
+def depth_order(start_ps: np.ndarray, end_ps: np.ndarray, *, pure: bool | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """(order, depth): the permutation sorting events by (depth, start, longer first), and the
     depth of each event in that order."""
+    order, counts = nesting_order(start_ps, end_ps, pure=pure)
+    return order, np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+
+
+def nesting_order(start_ps: np.ndarray, end_ps: np.ndarray, *, pure: bool | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(order, counts): the permutation sorting events by (depth, start, longer first), and
+    how many events each depth holds (int64 per depth, from 0).
+
+    `pure` forces (True) or forbids (False) the numpy version; None picks the compiled one when
+    built, unless TB_PROFILE_PURE_NESTING=1."""
     n = len(start_ps)
     if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    by_start = start_order(start_ps, end_ps)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if pure is None:
+        pure = _nesting is None or os.environ.get(PURE_NESTING_ENV) == "1"
+    pure = pure or n >= 2**31
+    if not pure:
+        start_ps = np.ascontiguousarray(start_ps, np.int64)
+        end_ps = np.ascontiguousarray(end_ps, np.int64)
+    # a producer's line is usually in start order already: no sort, no copy
+    ordered = not pure and _nesting.in_start_order(start_ps, end_ps)
+    by_start = None if ordered else start_order(start_ps, end_ps)
     s = start_ps if by_start is None else start_ps[by_start]
-    close_by_start = _closes(s, end_ps if by_start is None else end_ps[by_start])
+    e = end_ps if by_start is None else end_ps[by_start]
+    if not pure:
+        order = np.empty(n, np.int64)
+        counts = np.array(_nesting.depth_order(np.ascontiguousarray(s), np.ascontiguousarray(e),
+                                               order), np.int64)
+    else:
+        order, counts = _numpy_nesting_order(s, e)
+    return (order if by_start is None else by_start[order]), counts
+
+
+def _numpy_nesting_order(s: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`nesting_order` of events already in start order, in numpy (the reference)."""
+    n = len(s)
+    close_by_start = _closes(s, end_ps)
     # closes in time order; at one instant the inner (later-opened) event closes first: a
     # stable sort of the reversed closes (timsort: fast on the nearly sorted closes of a track)
     close_order = np.argsort(close_by_start[::-1], kind="stable")
@@ -50,14 +104,13 @@ def depth_order(start_ps: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, n
     nested = np.array_equal(open_before_close, np.take(depth, close_order, out=close))
     del open_before_close, close_order, close
     if not nested:
-        close_by_start = _closes(s, end_ps if by_start is None else end_ps[by_start])
+        close_by_start = _closes(s, end_ps)
         depth = stack_nesting(np.arange(n), close_by_start)[1].astype(np.int64)
         del close_by_start
     max_depth = int(depth.max())
     small = depth.astype(np.int16 if max_depth < 2**15 else np.int32)
     by_depth = np.argsort(small, kind="stable")  # radix sort for int16
-    order = by_depth if by_start is None else by_start[by_depth]
-    return order, small[by_depth].astype(np.int32)
+    return by_depth, np.bincount(small, minlength=max_depth + 1).astype(np.int64)
 
 
 def _closes(s: np.ndarray, e: np.ndarray) -> np.ndarray:

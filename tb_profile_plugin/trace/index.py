@@ -37,7 +37,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.profile_cache import per_profile
 from tb_profile_plugin.request_budget import checkpoint
-from tb_profile_plugin.trace.depth import depth_order
+from tb_profile_plugin.trace.depth import nesting_order
 from tb_profile_plugin.trace.derived import (
     FRAMEWORK_OPS,
     STEPS,
@@ -347,7 +347,7 @@ def _assemble(
         threads = []
         for tid, t in enumerate(tracks, start=1):
             checkpoint()
-            order, depth = depth_order(t.start_ps, t.end_ps)
+            order, counts = nesting_order(t.start_ps, t.end_ps)
             size = len(order)
             here = slice(at, at + size)
             at += size
@@ -364,7 +364,6 @@ def _assemble(
                 source_row[here] = order
             else:
                 source_row[here] = t.source_row[order]
-            counts = np.bincount(depth, minlength=1) if size else np.zeros(0, np.int64)
             thread = Thread(tid, t.name, tid - 1, len(counts) - 1 if size else 0,
                             size, len(flat), t.derived)
             threads.append(thread)
@@ -372,7 +371,7 @@ def _assemble(
             segment_track.append(np.full(len(counts), len(flat), np.int32))
             flat.append(thread)
             track_sizes.append(size)
-            del order, depth
+            del order
         processes.append(Process(pid, plane.name, pid - 1, p_index, threads))
 
     sizes = np.concatenate(segment_sizes) if segment_sizes else np.zeros(0, np.int64)

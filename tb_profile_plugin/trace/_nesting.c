@@ -1,0 +1,147 @@
+/* Optional accelerator: the nesting depth of one track's events and their order by
+ * (depth, start), in one pass with a stack (trace/depth.py keeps the numpy version, the
+ * reference that the tests compare this with, and the fallback when this is not built).
+ *
+ * depth_order(start, end, order_out) -> list of event counts per depth
+ *   start, end: int64[n], the events in start order (start ascending, longer first);
+ *   order_out:  writable int64[n], filled with the positions 0..n-1 ordered by (depth,
+ *               position): a counting sort, stable within a depth.
+ *
+ * The rule is trace/depth.py's: with doubled close times (2*end, or 2*start + 1 for a
+ * zero-length event, which closes half a ps after it opens), an event's parent is the nearest
+ * earlier event whose close is not before its own, so the stack keeps every open event whose
+ * close is not before the next one's: depth = what is on the stack when the event arrives.
+ * For properly nested events that is the number of events still open (closes before opens
+ * at one instant); for events that overlap without nesting it is analysis/nesting.py's
+ * `stack_nesting`. Times are within 2^58 ps (xspace/decode.py), so doubling cannot wrap.
+ * Two passes of the stack (the first counts the events per depth, the second places each at
+ * its depth's next slot), so nothing per event is kept but the output; the stack and the
+ * counts take 8 bytes per level of nesting. O(n) time; the GIL is released.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Doubled close time: 2 * end, or 2 * start + 1 for a zero-length event. */
+static inline int64_t close_of(const int64_t *s, const int64_t *e, Py_ssize_t i) {
+    return e[i] == s[i] ? 2 * s[i] + 1 : 2 * e[i];
+}
+
+/* Runs the stack over the events; with `at` NULL counts the events per depth into `count`
+ * (returns the deepest depth), else writes each event's position at its depth's next slot. */
+static Py_ssize_t run_stack(const int64_t *s, const int64_t *e, Py_ssize_t n, int64_t *stack,
+                            int64_t *count, int64_t *at, int64_t *out) {
+    Py_ssize_t top = 0, deepest = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t close = close_of(s, e, i);
+        while (top && stack[top - 1] < close) top--;
+        if (at) {
+            out[at[top]++] = i;
+        } else {
+            count[top]++;
+            if (top > deepest) deepest = top;
+        }
+        stack[top++] = close;
+    }
+    return deepest;
+}
+
+static int int64_buffers(Py_buffer *start, Py_buffer *end, Py_ssize_t *n) {
+    *n = start->len / 8;
+    if (start->len % 8 || end->len != start->len) {
+        PyErr_SetString(PyExc_ValueError, "start and end must be int64[n]");
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *depth_order(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer start, end, order;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &start, &end, &order)) return NULL;
+    PyObject *result = NULL;
+    int64_t *stack = NULL, *count = NULL;
+    Py_ssize_t n;
+    if (!int64_buffers(&start, &end, &n)) goto done;
+    if (order.len != start.len) {
+        PyErr_SetString(PyExc_ValueError, "order must be int64[n]");
+        goto done;
+    }
+    const int64_t *s = (const int64_t *)start.buf, *e = (const int64_t *)end.buf;
+    /* Both are touched only as deep as the nesting goes (pages never written cost nothing). */
+    stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    count = (int64_t *)calloc((size_t)n + 1, sizeof(int64_t));
+    if (!stack || !count) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t deepest;
+    Py_BEGIN_ALLOW_THREADS
+    deepest = run_stack(s, e, n, stack, count, NULL, NULL);
+    Py_END_ALLOW_THREADS
+    Py_ssize_t levels = n ? deepest + 1 : 0;
+    result = PyList_New(levels);
+    if (!result) goto done;
+    int64_t first = 0;
+    for (Py_ssize_t d = 0; d < levels; d++) {
+        PyObject *value = PyLong_FromLongLong(count[d]);
+        if (!value) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, d, value);
+        int64_t here = count[d];
+        count[d] = first;  /* from here on: the next slot of depth d */
+        first += here;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    run_stack(s, e, n, stack, NULL, count, (int64_t *)order.buf);
+    Py_END_ALLOW_THREADS
+done:
+    free(stack);
+    free(count);
+    PyBuffer_Release(&start);
+    PyBuffer_Release(&end);
+    PyBuffer_Release(&order);
+    return result;
+}
+
+/* in_start_order(start, end) -> whether the events are ordered by (start ascending, end
+ * descending), as `analysis/nesting.start_order` wants them: one pass, no temporaries. */
+static PyObject *in_start_order(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer start, end;
+    if (!PyArg_ParseTuple(args, "y*y*", &start, &end)) return NULL;
+    Py_ssize_t n;
+    PyObject *result = NULL;
+    if (int64_buffers(&start, &end, &n)) {
+        const int64_t *s = (const int64_t *)start.buf, *e = (const int64_t *)end.buf;
+        int ordered = 1;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 1; i < n; i++) {
+            if (s[i] < s[i - 1] || (s[i] == s[i - 1] && e[i] > e[i - 1])) {
+                ordered = 0;
+                break;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        result = PyBool_FromLong(ordered);
+    }
+    PyBuffer_Release(&start);
+    PyBuffer_Release(&end);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"depth_order", depth_order, METH_VARARGS,
+     "depth_order(start, end, order_out) -> counts per depth (see trace/_nesting.c)"},
+    {"in_start_order", in_start_order, METH_VARARGS,
+     "in_start_order(start, end) -> whether ordered by (start, end descending)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_nesting", NULL, -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__nesting(void) { return PyModule_Create(&module); }
