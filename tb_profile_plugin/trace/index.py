@@ -410,7 +410,7 @@ def _load_or_build(profile: Profile) -> TraceIndex:
     index = index_cache.load(profile)
     if index is None:
         index = build_index(profile)
-        index_cache.save(index)
+        index_cache.save(index, later=True)  # written after the first window is answered
     return index
 
 

@@ -42,8 +42,10 @@ def _entry_key(file_key: str) -> str:
     return f"{file_key}-index{INDEX_FORMAT_VERSION}"
 
 
-def save(index: TraceIndex) -> None:
-    """Writes `index` beside its profile's cache entry (nothing when the profile has none)."""
+def save(index: TraceIndex, *, later: bool = False) -> None:
+    """Writes `index` beside its profile's cache entry (nothing when the profile has none);
+    with `later`, on the cache's writer thread (`cache.save_entry_later`), after the request
+    that built it is answered."""
     where = index.profile.derived.disk_key
     if where is None:
         return
@@ -60,8 +62,11 @@ def save(index: TraceIndex) -> None:
         "absolute_origin_ns": index.absolute_origin_ns,
         "num_derived_events": index.num_derived_events,
     }
-    cache.save_entry(_entry_key(file_key), _SUFFIX, header,
-                     [getattr(index, name) for name in _ARRAYS], directory)
+    arrays = [getattr(index, name) for name in _ARRAYS]
+    if later:
+        cache.save_entry_later(_entry_key(file_key), _SUFFIX, header, arrays, directory)
+    else:
+        cache.save_entry(_entry_key(file_key), _SUFFIX, header, arrays, directory)
 
 
 def load(profile: Profile) -> TraceIndex | None:

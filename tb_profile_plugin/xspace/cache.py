@@ -34,11 +34,13 @@ the file is removed and the profile decoded and cached again.
 
 Other results kept beside the columns use the same format through `save_entry`/`load_entry`
 (their own suffix and MAC key): the trace index, `<key>-index<version>.tbpi`
-(trace/index_cache.py).
+(trace/index_cache.py). The store and the trace index write their entries off the request's
+path (`save_later`, `save_entry_later`: one writer thread; `flush` waits for it).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
@@ -343,10 +345,18 @@ def _check_rows(stats: model.StatColumns, num_rows: int) -> None:
 
 def save(profile: model.Profile, key: str, directory: Path | None = None) -> Path | None:
     """Write `profile` under `key`; returns the file, or None when it could not be written."""
+    return save_entry(key, ".tbpc", *_profile_entry(profile), directory)
+
+
+def save_later(profile: model.Profile, key: str, directory: Path | None = None) -> None:
+    """`save`, written off the caller's path (`save_entry_later`)."""
+    save_entry_later(key, ".tbpc", *_profile_entry(profile), directory)
+
+
+def _profile_entry(profile: model.Profile) -> tuple[dict[str, Any], list[np.ndarray]]:
     arrays: list[np.ndarray] = []
     tree = _flatten(dataclasses.replace(profile, decoder="cache"), arrays)
-    return save_entry(key, ".tbpc", {"version": FORMAT_VERSION, "tree": tree}, arrays,
-                      directory)
+    return {"version": FORMAT_VERSION, "tree": tree}, arrays
 
 
 def save_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.ndarray],
@@ -354,14 +364,81 @@ def save_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.nd
     """Writes one entry (`header`, JSON, and `arrays`) as `<key><suffix>` in the file format of
     the module docstring, MAC keyed by `key`; returns the file, or None when it could not be
     written (caching off, an unsafe directory, a full disk)."""
+    where = _writable(directory)
+    return None if where is None else _write_entry(key, suffix, header, arrays, *where)
+
+
+def save_entry_later(key: str, suffix: str, header: dict[str, Any], arrays: list[np.ndarray],
+                     directory: Path | None = None) -> None:
+    """`save_entry` on the cache's writer thread, so that the request that decoded or built
+    what the entry holds is answered without waiting for the write (a 20M-event profile and
+    its trace index are 1.1 GB: 2-4 s here). The directory and its secret are checked now, on
+    the caller's thread (its warnings, its environment); the arrays are columns nobody writes
+    to once made. Until the entry is written, `load_entry` of it in this process waits for it
+    rather than missing, and `flush` waits for every write queued so far; the writer thread
+    is joined at interpreter exit, so a process that ends leaves its entries written."""
+    where = _writable(directory)
+    if where is None:
+        return
+    path = where[0] / f"{key}{suffix}"
+
+    def write() -> None:
+        try:
+            _write_entry(key, suffix, header, arrays, *where)
+        except Exception:  # noqa: BLE001 - a cache that cannot be written is only a miss
+            logger.exception("profile cache entry %s not written", path)
+
+    with _writes_lock:
+        global _writer
+        if _writer is None:
+            _writer = concurrent.futures.ThreadPoolExecutor(1, "tb-profile-cache-writer")
+        future = _writer.submit(write)
+        _pending[str(path)] = future
+    future.add_done_callback(lambda done: _forget(str(path), done))
+
+
+def _forget(path: str, future: concurrent.futures.Future[None]) -> None:
+    with _writes_lock:
+        if _pending.get(path) is future:
+            del _pending[path]
+
+
+def flush(timeout_s: float | None = None) -> None:
+    """Waits for every entry queued by `save_entry_later` so far to be written (or to fail)."""
+    with _writes_lock:
+        pending = list(_pending.values())
+    concurrent.futures.wait(pending, timeout_s)
+
+
+def _wait_for_write(path: Path) -> None:
+    """Waits for a queued write of the entry at `path`, if any."""
+    with _writes_lock:
+        future = _pending.get(str(path))
+    if future is not None:
+        concurrent.futures.wait([future])
+
+
+_writes_lock = threading.Lock()
+_writer: concurrent.futures.ThreadPoolExecutor | None = None
+_pending: dict[str, concurrent.futures.Future[None]] = {}  # entry path -> its queued write
+
+
+def _writable(directory: Path | None) -> tuple[Path, bytes] | None:
+    """(directory, its secret), or None when caching is off or the directory is unsafe."""
     directory = directory or cache_dir()
     if directory is None:
         return None
     try:
-        secret = _checked_dir(directory)
+        return directory, _checked_dir(directory)
     except _Refused as exc:
         _warn_once(directory, str(exc))
         return None
+
+
+def _write_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.ndarray],
+                 directory: Path, secret: bytes) -> Path | None:
+    """Writes the entry to a temporary file and renames it into place (readers never see a
+    partial entry); None when it could not be written."""
     table: list[tuple[str, list[int], int]] = []
     offset = 0
     for array in arrays:
@@ -419,6 +496,7 @@ def load_entry(key: str, suffix: str, parse: Callable[[dict[str, Any], list[np.n
         _warn_once(directory, str(exc))
         return None
     path = directory / f"{key}{suffix}"
+    _wait_for_write(path)
     fd = open_regular(path)
     if fd is None:
         if os.path.lexists(path):

@@ -132,7 +132,7 @@ class ProfileStore:
         with self._lock:
             self.decode_count += 1
         del data
-        cache.save(profile, key, self._disk_cache_dir)
+        cache.save_later(profile, key, self._disk_cache_dir)  # not on the request's path
         profile.derived.disk_key = (key, self._disk_cache_dir)
         return profile
 

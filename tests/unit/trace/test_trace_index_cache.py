@@ -49,6 +49,7 @@ def _window(store: ProfileStore, path: Path, **params: str) -> dict:
 
 
 def _entry(cache_dir: Path) -> Path:
+    cache.flush()  # the index is written off the request's path
     (entry,) = cache_dir.glob(f"*-index{index_cache.INDEX_FORMAT_VERSION}.tbpi")
     return entry
 

@@ -86,6 +86,7 @@ def _serve(setup: Setup) -> tuple[dict[str, Any], int]:
         response = Client(app).get("/?" + query)  # type: ignore[arg-type]
         assert response.status_code == 200, (view, response.get_data(as_text=True))
         docs[view] = json.loads(response.get_data())
+    cache.flush()  # the entries are written off the requests' path
     return docs, plugin._store.decode_count
 
 

@@ -1,0 +1,76 @@
+"""Cache entries written off the request's path (xspace/cache.py `save_entry_later`): the first
+trace window is answered while the profile's and the index's entries are still being written,
+a reopen in the same process waits for a queued entry instead of decoding again, and what was
+written in the background reopens to the same window in a fresh store."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_profile_plugin.tools import registry
+from tb_profile_plugin.trace import index as index_module
+from tb_profile_plugin.trace.index import trace_index
+from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace.store import ProfileStore
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+CAPTURE = next((DATA / "keras_fit").glob("**/*.xplane.pb"))
+
+
+def _window(store: ProfileStore, **params: str) -> dict:
+    profile = store.open(str(CAPTURE))
+    return registry.VIEWS["trace_viewer"].build(
+        registry.ViewRequest("r", "h", {"h": profile}, params))
+
+
+@pytest.fixture
+def held_writes(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Entries queued for writing wait until the returned event is set."""
+    release = threading.Event()
+    real = cache._write_entry
+
+    def held(*args: Any) -> Any:
+        assert release.wait(30), "the test never released the writes"
+        return real(*args)
+
+    monkeypatch.setattr(cache, "_write_entry", held)
+    yield release
+    release.set()
+    cache.flush(30)
+
+
+def test_the_first_window_is_answered_before_the_entries_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_writes: threading.Event
+) -> None:
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path))
+    first = _window(ProfileStore())  # would wait forever if it wrote on its own path
+    assert not list(tmp_path.glob("*.tbp*"))  # both writes still held
+    held_writes.set()
+    cache.flush(30)
+    assert len(list(tmp_path.glob("*.tbpc"))) == 1 and len(list(tmp_path.glob("*.tbpi"))) == 1
+    built: list[int] = []
+    monkeypatch.setattr(index_module, "build_index", lambda p: built.append(1))
+    store = ProfileStore()
+    assert json.dumps(_window(store)) == json.dumps(first)
+    assert store.decode_count == 0 and built == []  # both read back from the disk cache
+    assert trace_index(store.open(str(CAPTURE))).profile.decoder == "cache"
+
+
+def test_a_reopen_waits_for_the_queued_entry_instead_of_decoding_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held_writes: threading.Event
+) -> None:
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path))
+    ProfileStore().open(str(CAPTURE))  # its entry is queued, held
+    timer = threading.Timer(0.3, held_writes.set)
+    timer.start()
+    try:
+        second = ProfileStore()
+        profile = second.open(str(CAPTURE))  # waits for the write, then reads it
+    finally:
+        timer.cancel()
+    assert second.decode_count == 0 and profile.decoder == "cache"
