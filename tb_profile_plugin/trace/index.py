@@ -47,7 +47,7 @@ from tb_profile_plugin.trace.derived import (
     derive_tracks,
 )
 from tb_profile_plugin.trace.lod import levels_of, summarise
-from tb_profile_plugin.xspace.model import Line, Plane, Profile
+from tb_profile_plugin.xspace.model import EventMetadataTable, Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import LineKind, PlaneKind, kind_of, plane_kind
 from tb_profile_plugin.xspace.schema import (
     HOST_PLANE_NAME,
@@ -271,6 +271,32 @@ class _Names:
                         np.int32)
 
 
+def _name_lookup(table: EventMetadataTable, local: np.ndarray,
+                 num_events: int) -> np.ndarray | None:
+    """The name id (`local`: per row of `table`, then -1) of each metadata id, indexed by the
+    id, its last slot -1 for the ids past the table's; None when the ids are not small
+    non-negative numbers. One int32 gather per line then names its events, instead of
+    `rows_of`'s clip and gather into int64 rows and a second gather (on an 18M-event line,
+    0.3 GB less to fault in and three passes fewer)."""
+    ids = table.ids
+    if len(ids) == 0 or int(ids[0]) < 0 or int(ids[-1]) > max(num_events, 1 << 16):
+        return None
+    lookup = np.full(int(ids[-1]) + 2, -1, np.int32)
+    lookup[ids[::-1]] = local[len(ids) - 1 :: -1]  # a repeated id: its first row, as rows_of
+    return lookup
+
+
+def _line_name_ids(metadata_id: np.ndarray, table: EventMetadataTable, local: np.ndarray,
+                   lookup: np.ndarray | None) -> np.ndarray:
+    """The name id of each event (-1: metadata the plane does not define)."""
+    if lookup is None or len(metadata_id) == 0:
+        result: np.ndarray = local[table.rows_of(metadata_id)]
+        return result
+    if int(metadata_id.min()) >= 0 and int(metadata_id.max()) < len(lookup):
+        return lookup[metadata_id]
+    return lookup[np.clip(metadata_id, -1, len(lookup) - 1)]  # -1: the last slot, -1
+
+
 def build_index(profile: Profile) -> TraceIndex:
     names = _Names()
     lines: list[tuple[int, Line]] = []
@@ -284,15 +310,15 @@ def build_index(profile: Profile) -> TraceIndex:
         device = is_device_plane(plane.name)
         table = plane.event_metadata
         local = names.ids(table.names.tolist())
+        lookup = _name_lookup(table, local, sum(len(ln.events) for ln in plane.lines))
         unknown = "<unknown event metadata>"
         tracks: list[_Track] = []
         plane_lines = sorted(plane.lines, key=lambda ln: _line_key(plane, ln, device))
         for line in plane_lines:
             line_position[id(line)] = len(lines)
             lines.append((p_index, line))
-            rows = table.rows_of(line.events.metadata_id)
-            name_id = local[rows]
-            if np.any(name_id < 0):
+            name_id = _line_name_ids(line.events.metadata_id, table, local, lookup)
+            if len(name_id) and int(name_id.min()) < 0:
                 name_id = np.where(name_id < 0, names.ids([unknown])[0], name_id)
             start = line.events.start_ps
             tracks.append(_Track(

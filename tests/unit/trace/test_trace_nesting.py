@@ -100,3 +100,27 @@ def test_index_and_windows_are_the_same_built_either_way(seed: int,
         assert np.array_equal(getattr(compiled, name), getattr(pure, name)), name
     assert compiled.tracks == pure.tracks
     assert compiled_doc == pure_doc
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_event_names_by_lookup_equal_the_metadata_rows(seed: int) -> None:
+    """`index._line_name_ids` (one gather through a table indexed by metadata id) names every
+    event as `EventMetadataTable.rows_of` does: ids the plane does not define, negative ids,
+    ids past the table, a repeated id (its first row)."""
+    from types import SimpleNamespace
+
+    from tb_profile_plugin.trace.index import _line_name_ids, _name_lookup
+    from tb_profile_plugin.xspace.model import EventMetadataTable
+
+    rng = np.random.default_rng(seed)
+    ids = np.sort(rng.choice(200, int(rng.integers(1, 60)), replace=seed % 3 != 0)).astype(np.int64)
+    local = np.concatenate([rng.permutation(len(ids)), [-1]]).astype(np.int32)
+    table = SimpleNamespace(ids=ids)
+    table.rows_of = lambda m: EventMetadataTable.rows_of(table, m)  # type: ignore[arg-type]
+    low = -3 if seed % 2 else 0
+    metadata_id = rng.integers(low, int(ids[-1]) + (5 if seed % 4 else 1), 500).astype(np.int64)
+    lookup = _name_lookup(table, local, len(metadata_id))  # type: ignore[arg-type]
+    assert lookup is not None
+    expected = local[EventMetadataTable.rows_of(table, metadata_id)]  # type: ignore[arg-type]
+    got = _line_name_ids(metadata_id, table, local, lookup)  # type: ignore[arg-type]
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
