@@ -391,10 +391,21 @@ def save_entry_later(key: str, suffix: str, header: dict[str, Any], arrays: list
     with _writes_lock:
         global _writer
         if _writer is None:
-            _writer = concurrent.futures.ThreadPoolExecutor(1, "tb-profile-cache-writer")
+            _writer = concurrent.futures.ThreadPoolExecutor(1, "tb-profile-cache-writer",
+                                                            initializer=_lower_priority)
         future = _writer.submit(write)
         _pending[str(path)] = future
     future.add_done_callback(lambda done: _forget(str(path), done))
+
+
+def _lower_priority() -> None:
+    """The writer thread yields to the request threads (Linux gives each thread its own nice
+    value): the zooms that follow a first window are not slowed by its 1 GB write."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _WRITER_NICE)
+
+
+_WRITER_NICE = 10
 
 
 def _forget(path: str, future: concurrent.futures.Future[None]) -> None:
