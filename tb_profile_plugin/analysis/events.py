@@ -198,15 +198,30 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
     start = np.empty(total, np.int64)
     end = np.empty(total, np.int64)
     name_index: dict[str, int] = {}
-    for k, (_, plane, line) in enumerate(chosen):
+    # Names of the metadata the events use, per plane in metadata order: a plane may define
+    # far more (100k unused entries cost nothing here, not a name per entry per line). Each
+    # line's metadata rows go into `name_id` first (-1: undefined), are marked per plane,
+    # then replaced in place by the names' ids: no other per-event array.
+    used_of: dict[int, np.ndarray] = {}
+    for k, (p_index, plane, line) in enumerate(chosen):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
-        table = plane.event_metadata
-        local = [name_index.setdefault(n, len(name_index)) for n in table.names.tolist()]
-        local_ids = np.array(local + [-1], np.int64)
-        rows = table.rows_of(line.events.metadata_id)
-        np.take(local_ids, rows, out=name_id[lo:hi])  # rows == -1 picks the trailing -1
+        meta = plane.event_metadata
+        name_id[lo:hi] = meta.rows_of(line.events.metadata_id)
+        used = used_of.setdefault(p_index, np.zeros(len(meta.ids) + 1, bool))
+        used[name_id[lo:hi]] = True  # -1 marks the last slot
         start[lo:hi] = line.events.start_ps
         np.add(start[lo:hi], line.events.duration_ps, out=end[lo:hi])
+    local_ids_of: dict[int, np.ndarray] = {}
+    for p_index, used in used_of.items():
+        meta = profile.planes[p_index].event_metadata
+        rows = np.flatnonzero(used[:-1])
+        local_ids = np.full(len(meta.ids) + 1, -1, np.int64)
+        local_ids[rows] = [name_index.setdefault(meta.names[r], len(name_index))
+                           for r in rows.tolist()]
+        local_ids_of[p_index] = local_ids
+    for k, (p_index, _, _) in enumerate(chosen):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        np.take(local_ids_of[p_index], name_id[lo:hi], out=name_id[lo:hi])  # -1: the last
     names = list(name_index)
     unknown = "<unknown event metadata>"
     if np.any(name_id < 0):
