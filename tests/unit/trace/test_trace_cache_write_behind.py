@@ -1,11 +1,13 @@
 """Cache entries written off the request's path (xspace/cache.py `save_entry_later`): the first
 trace window is answered while the profile's and the index's entries are still being written,
 a reopen in the same process waits for a queued entry instead of decoding again, and what was
-written in the background reopens to the same window in a fresh store."""
+written in the background reopens to the same window in a fresh store. Also the reopen's read
+in two halves (`cache._read_all`): whole, or a miss when the file changed size."""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -74,3 +76,35 @@ def test_a_reopen_waits_for_the_queued_entry_instead_of_decoding_again(
     finally:
         timer.cancel()
     assert second.decode_count == 0 and profile.decoder == "cache"
+
+
+@pytest.mark.parametrize("change", ["none", "truncated_in_second_half", "grown"])
+def test_an_entry_read_in_two_halves_is_whole_or_a_miss(
+    change: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large entries are read by two threads (`cache._read_all`): the same bytes back, and a
+    file that is shorter or longer than it was when opened is a miss, as with one read."""
+    import numpy as np
+
+    monkeypatch.setattr(cache, "_PARALLEL_READ_BYTES", 1 << 20)
+    column = np.arange(1_000_000, dtype=np.int64) * 7  # 8 MB: four huge pages a half
+    assert cache.save_entry("big", ".tbpx", {"n": 1}, [column, column[:5]], tmp_path)
+    path = tmp_path / "big.tbpx"
+    size = path.stat().st_size
+    fd = cache.open_regular(path)
+    assert fd is not None
+    try:
+        if change == "truncated_in_second_half":
+            os.truncate(path, size - 4096)
+        elif change == "grown":
+            with open(path, "ab") as out:
+                out.write(b"\0" * 64)
+        data = cache._read_all(fd, size)
+    finally:
+        os.close(fd)
+    if change != "none":
+        assert data is None
+        return
+    assert data is not None and bytes(data) == path.read_bytes()
+    loaded = cache.load_entry("big", ".tbpx", lambda header, arrays: arrays, tmp_path)
+    assert loaded is not None and np.array_equal(loaded[0], column)
