@@ -2,10 +2,13 @@
  * (depth, start), in one pass with a stack (trace/depth.py keeps the numpy version, the
  * reference that the tests compare this with, and the fallback when this is not built).
  *
- * depth_order(start, end, order_out) -> list of event counts per depth
+ * depth_order(start, end, order_out[, names, start_out, end_out, names_out])
+ *     -> list of event counts per depth
  *   start, end: int64[n], the events in start order (start ascending, longer first);
  *   order_out:  writable int64[n], filled with the positions 0..n-1 ordered by (depth,
- *               position): a counting sort, stable within a depth.
+ *               position): a counting sort, stable within a depth;
+ *   names (int32[n]) and the writable start_out, end_out (int64[n]), names_out (int32[n]):
+ *               when given, filled with start, end and names in that order.
  *
  * The rule is trace/depth.py's: with doubled close times (2*end, or 2*start + 1 for a
  * zero-length event, which closes half a ps after it opens), an event's parent is the nearest
@@ -28,16 +31,31 @@ static inline int64_t close_of(const int64_t *s, const int64_t *e, Py_ssize_t i)
     return e[i] == s[i] ? 2 * s[i] + 1 : 2 * e[i];
 }
 
+/* Columns copied into (depth, position) order as the events are placed (optional). */
+typedef struct {
+    const int32_t *names;
+    int64_t *start, *end;
+    int32_t *names_out;
+} Columns;
+
 /* Runs the stack over the events; with `at` NULL counts the events per depth into `count`
- * (returns the deepest depth), else writes each event's position at its depth's next slot. */
+ * (returns the deepest depth), else writes each event's position at its depth's next slot,
+ * and with `columns` its start, end and name there too: the reads go in order and the writes
+ * into one stream per depth, which is cheaper than gathering each column by the order. */
 static Py_ssize_t run_stack(const int64_t *s, const int64_t *e, Py_ssize_t n, int64_t *stack,
-                            int64_t *count, int64_t *at, int64_t *out) {
+                            int64_t *count, int64_t *at, int64_t *out, const Columns *columns) {
     Py_ssize_t top = 0, deepest = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t close = close_of(s, e, i);
         while (top && stack[top - 1] < close) top--;
         if (at) {
-            out[at[top]++] = i;
+            int64_t slot = at[top]++;
+            out[slot] = i;
+            if (columns) {
+                columns->start[slot] = s[i];
+                columns->end[slot] = e[i];
+                columns->names_out[slot] = columns->names[i];
+            }
         } else {
             count[top]++;
             if (top > deepest) deepest = top;
@@ -59,14 +77,31 @@ static int int64_buffers(Py_buffer *start, Py_buffer *end, Py_ssize_t *n) {
 static PyObject *depth_order(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer start, end, order;
-    if (!PyArg_ParseTuple(args, "y*y*w*", &start, &end, &order)) return NULL;
+    Py_buffer names = {0}, start_out = {0}, end_out = {0}, names_out = {0};
+    if (!PyArg_ParseTuple(args, "y*y*w*|y*w*w*w*", &start, &end, &order, &names, &start_out,
+                          &end_out, &names_out))
+        return NULL;
     PyObject *result = NULL;
     int64_t *stack = NULL, *count = NULL;
+    Columns columns, *with_columns = NULL;
     Py_ssize_t n;
     if (!int64_buffers(&start, &end, &n)) goto done;
     if (order.len != start.len) {
         PyErr_SetString(PyExc_ValueError, "order must be int64[n]");
         goto done;
+    }
+    if (names.buf || start_out.buf || end_out.buf || names_out.buf) {
+        if (names.len != 4 * n || names_out.len != 4 * n || start_out.len != start.len
+                || end_out.len != start.len) {
+            PyErr_SetString(PyExc_ValueError, "names, names_out must be int32[n], "
+                            "start_out, end_out int64[n]");
+            goto done;
+        }
+        columns.names = (const int32_t *)names.buf;
+        columns.start = (int64_t *)start_out.buf;
+        columns.end = (int64_t *)end_out.buf;
+        columns.names_out = (int32_t *)names_out.buf;
+        with_columns = &columns;
     }
     const int64_t *s = (const int64_t *)start.buf, *e = (const int64_t *)end.buf;
     /* Both are touched only as deep as the nesting goes (pages never written cost nothing). */
@@ -78,7 +113,7 @@ static PyObject *depth_order(PyObject *self, PyObject *args) {
     }
     Py_ssize_t deepest;
     Py_BEGIN_ALLOW_THREADS
-    deepest = run_stack(s, e, n, stack, count, NULL, NULL);
+    deepest = run_stack(s, e, n, stack, count, NULL, NULL, NULL);
     Py_END_ALLOW_THREADS
     Py_ssize_t levels = n ? deepest + 1 : 0;
     result = PyList_New(levels);
@@ -96,7 +131,7 @@ static PyObject *depth_order(PyObject *self, PyObject *args) {
         first += here;
     }
     Py_BEGIN_ALLOW_THREADS
-    run_stack(s, e, n, stack, NULL, count, (int64_t *)order.buf);
+    run_stack(s, e, n, stack, NULL, count, (int64_t *)order.buf, with_columns);
     Py_END_ALLOW_THREADS
 done:
     free(stack);
@@ -104,6 +139,10 @@ done:
     PyBuffer_Release(&start);
     PyBuffer_Release(&end);
     PyBuffer_Release(&order);
+    if (names.obj) PyBuffer_Release(&names);
+    if (start_out.obj) PyBuffer_Release(&start_out);
+    if (end_out.obj) PyBuffer_Release(&end_out);
+    if (names_out.obj) PyBuffer_Release(&names_out);
     return result;
 }
 
@@ -135,7 +174,8 @@ static PyObject *in_start_order(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"depth_order", depth_order, METH_VARARGS,
-     "depth_order(start, end, order_out) -> counts per depth (see trace/_nesting.c)"},
+     "depth_order(start, end, order_out[, names, start_out, end_out, names_out]) -> counts "
+     "per depth (see trace/_nesting.c)"},
     {"in_start_order", in_start_order, METH_VARARGS,
      "in_start_order(start, end) -> whether ordered by (start, end descending)"},
     {NULL, NULL, 0, NULL},

@@ -85,6 +85,27 @@ def nesting_order(start_ps: np.ndarray, end_ps: np.ndarray, *, pure: bool | None
     return (order if by_start is None else by_start[order]), counts
 
 
+def nesting_order_into(start_ps: np.ndarray, end_ps: np.ndarray, name_id: np.ndarray,
+                       start_out: np.ndarray, end_out: np.ndarray, name_out: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+    """`nesting_order`, and the events' starts, ends and names (int32) written in that order
+    into the given contiguous outputs, in the same compiled pass (no gather per column);
+    None, with nothing written, where that pass does not apply (the numpy version chosen,
+    events not in start order): then order and gather as usual."""
+    n = len(start_ps)
+    if (_nesting is None or os.environ.get(PURE_NESTING_ENV) == "1" or n >= 2**31
+            or not all(a.flags.c_contiguous for a in (start_out, end_out, name_out))):
+        return None
+    start_ps = np.ascontiguousarray(start_ps, np.int64)
+    end_ps = np.ascontiguousarray(end_ps, np.int64)
+    if not _nesting.in_start_order(start_ps, end_ps):
+        return None
+    order = np.empty(n, np.int64)
+    counts = _nesting.depth_order(start_ps, end_ps, order, np.ascontiguousarray(name_id, np.int32),
+                                  start_out, end_out, name_out)
+    return order, np.array(counts, np.int64)
+
+
 def _numpy_nesting_order(s: np.ndarray, end_ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`nesting_order` of events already in start order, in numpy (the reference)."""
     n = len(s)

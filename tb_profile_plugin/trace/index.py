@@ -37,7 +37,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.profile_cache import per_profile
 from tb_profile_plugin.request_budget import checkpoint
-from tb_profile_plugin.trace.depth import nesting_order
+from tb_profile_plugin.trace.depth import nesting_order, nesting_order_into
 from tb_profile_plugin.trace.derived import (
     FRAMEWORK_OPS,
     STEPS,
@@ -373,13 +373,18 @@ def _assemble(
         threads = []
         for tid, t in enumerate(tracks, start=1):
             checkpoint()
-            order, counts = nesting_order(t.start_ps, t.end_ps)
-            size = len(order)
+            size = len(t.start_ps)
             here = slice(at, at + size)
             at += size
-            np.take(t.start_ps, order, out=start_ps[here], mode="clip")
-            np.take(t.end_ps, order, out=end_ps[here], mode="clip")
-            np.take(t.name_id, order, out=name_id[here], mode="clip")
+            placed = nesting_order_into(t.start_ps, t.end_ps, t.name_id, start_ps[here],
+                                        end_ps[here], name_id[here])
+            if placed is not None:  # the columns were written in order by the same pass
+                order, counts = placed
+            else:
+                order, counts = nesting_order(t.start_ps, t.end_ps)
+                np.take(t.start_ps, order, out=start_ps[here], mode="clip")
+                np.take(t.end_ps, order, out=end_ps[here], mode="clip")
+                np.take(t.name_id, order, out=name_id[here], mode="clip")
             if isinstance(t.source_line, int):
                 track_source_line.append(t.source_line)
             else:

@@ -124,3 +124,27 @@ def test_event_names_by_lookup_equal_the_metadata_rows(seed: int) -> None:
     expected = local[EventMetadataTable.rows_of(table, metadata_id)]  # type: ignore[arg-type]
     got = _line_name_ids(metadata_id, table, local, lookup)  # type: ignore[arg-type]
     assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_columns_placed_by_the_compiled_pass_equal_the_gathered_ones(seed: int) -> None:
+    """`nesting_order_into` writes start, end and names in (depth, start) order in the pass
+    that orders them: the same as gathering each column by the order; it declines (None,
+    nothing written) when the events are not in start order."""
+    from tb_profile_plugin.trace.depth import nesting_order_into
+
+    start, end = _track(seed)
+    names = np.random.default_rng(seed).integers(0, 50, len(start)).astype(np.int32)
+    outputs = (np.full(len(start), -7, np.int64), np.full(len(start), -7, np.int64),
+               np.full(len(start), -7, np.int32))
+    placed = nesting_order_into(start, end, names, *outputs)
+    order, counts = nesting_order(start, end, pure=True)
+    in_order = bool(np.all((np.diff(start) > 0) | ((np.diff(start) == 0)
+                                                    & (np.diff(end) <= 0))))
+    if not in_order:
+        assert placed is None and all(np.all(o == -7) for o in outputs)
+        return
+    assert placed is not None
+    assert np.array_equal(placed[0], order) and np.array_equal(placed[1], counts)
+    for out, column in zip(outputs, (start, end, names), strict=True):
+        assert np.array_equal(out, column[order])
