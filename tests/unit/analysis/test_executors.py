@@ -178,3 +178,31 @@ def test_all_hosts_views_never_decode_the_hosts_in_the_server(tmp_path: Path) ->
             assert json.loads(response.get_data()) == json.loads(json.dumps(here)), view
     assert plugin._store.cached_bytes == 0
     assert plugin._store.decode_count == 0
+
+
+def test_a_host_task_returns_after_its_disk_cache_writes(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The cache writes entries after the answer; a worker's host task waits for them, so the
+    host's columns are not still held (queued) when the worker takes its next host."""
+    from tb_profile_plugin.xspace import cache
+
+    written: list[str] = []
+    real_write = cache._write_entry
+
+    def slow_write(*args: object, **kwargs: object) -> None:
+        time.sleep(0.3)
+        real_write(*args, **kwargs)  # type: ignore[arg-type]
+        written.append("entry")
+
+    monkeypatch.setattr(cache, "_write_entry", slow_write)
+    monkeypatch.setenv("TB_PROFILE_CACHE_DIR", str(tmp_path))
+    path = next(session_dir("custom_loop").glob("*.xplane.pb"))
+    profile = decode_xspace(path.read_bytes())
+
+    def task(_: str) -> int:
+        cache.save_later(profile, "host-task-entry")
+        return 7
+
+    assert executors.host_task(task, str(path)) == 7
+    assert written == ["entry"]
+    assert not cache._pending
