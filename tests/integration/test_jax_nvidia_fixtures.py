@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tb_profile_plugin.trace.wire import varint as _varint
 from tb_profile_plugin.xspace.pb import hlo_summary_pb2, xplane_pb2
 from tests.fixtures import DATA_DIR, build_view
 
@@ -400,12 +401,3 @@ def test_broken_hlo_protos_leave_the_kernels_as_their_events_say(tmp_path: Path,
     assert rows and all(r["hlo_op"] == "command_buffer_1" for r in rows
                         if not r["kernel_name"].startswith("Memset"))
     assert build_view("overview_page", path)["steps"]
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)

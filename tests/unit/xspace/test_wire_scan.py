@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+from tb_profile_plugin.trace.wire import varint as _varint
 from tb_profile_plugin.xspace import wire_numpy
 from tb_profile_plugin.xspace.pb import xplane_pb2
 from tests.fixtures import xplane_files
@@ -27,18 +28,6 @@ def _walk(data: bytes, start: int, end: int) -> np.ndarray:
         rows.append(row)
         pos = row[4]
     return np.array(rows, np.int64).reshape(-1, 5)
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def _mixed_fields(count: int, seed: int) -> bytes:
