@@ -672,8 +672,16 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
     n = len(kernel)
     texts = index.texts
     which = np.where(program >= 0, program, module)
-    keys = np.stack([which, hlo, kernel], axis=1)
-    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    span = len(texts) + 1
+    if span ** 3 < 2 ** 62:  # one int64 key per event: a 1-D unique, not a row-wise one
+        packed = ((which + 1) * span + (hlo + 1)) * span + (kernel + 1)
+        packed_distinct, inverse = np.unique(packed, return_inverse=True)
+        distinct = np.stack([packed_distinct // (span * span) - 1,
+                             packed_distinct // span % span - 1,
+                             packed_distinct % span - 1], axis=1)
+    else:
+        distinct, inverse = np.unique(np.stack([which, hlo, kernel], axis=1), axis=0,
+                                      return_inverse=True)
     op_of = np.full(len(distinct), -1, np.int64)
     hlo_of = distinct[:, 1].copy()
     low_of = np.zeros(len(distinct), bool)
