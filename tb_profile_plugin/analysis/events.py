@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tb_profile_plugin.xspace.hlo_modules import HloInstructions
+from tb_profile_plugin.xspace.hlo_modules import hlo_instructions
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import (
     CanonicalColumns,
@@ -67,7 +67,6 @@ class EventTable:
     names: list[str]  # profile-wide unique event names
     _stat_cache: dict[tuple[str, str, int], np.ndarray] = field(default_factory=dict)
     _canonical: CanonicalColumns | None = None
-    _hlo: HloInstructions | None = None  # the profile's compiled modules, read once
 
     def __len__(self) -> int:
         return len(self.start_ps)
@@ -157,9 +156,8 @@ class EventTable:
         """Op name, type, HLO op, module and device time of every event (xspace/producers.py)."""
         canonical = self._canonical
         if canonical is None:
-            if self._hlo is None:
-                self._hlo = HloInstructions.of(self.profile)
-            canonical = self._canonical = canonical_columns(self.lines, self._hlo)
+            canonical = self._canonical = canonical_columns(self.lines,
+                                                            hlo_instructions(self.profile))
         return canonical
 
     def release_scratch(self) -> None:
@@ -168,7 +166,6 @@ class EventTable:
         them again (analysis/profile_cache.py calls this after each outermost build)."""
         self._stat_cache = {}
         self._canonical = None
-        self._hlo = None
 
     @property
     def on_device(self) -> np.ndarray:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from tb_profile_plugin.analysis.breakdown import host_bound_percent
 from tb_profile_plugin.analysis.device_names import device_type_name
 from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
@@ -149,8 +151,9 @@ def _environment(profile: Profile) -> RunEnvironment:
 
 def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
     table = forest.table
-    classified = classify(forest)
-    types, on_device, has_device = classified
+    every_type, on_device, has_device = classify(forest, grouped_only=False)
+    types = np.where(forest.group_id >= 0, every_type, -1)  # classify's grouped_only rule
+    classified = (types, on_device, has_device)
     steps = build_step_db(forest, classified)
     executions = profile_executions(profile)
     root_rule, step_module = forest.root_rule, ""
@@ -161,7 +164,7 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
             root_rule = EXECUTION_RULE
     op_analysis = profile_ops(profile)
     if root_rule == EXECUTION_RULE:  # steps without groups: every kernel is the program's
-        compute16, compute32 = compute_precision_ps(table, classify(forest, grouped_only=False)[0])
+        compute16, compute32 = compute_precision_ps(table, every_type)
     else:
         compute16, compute32 = compute_precision_ps(table, types)
     ops = dataclasses.replace(op_analysis.ops, compute_16bit_ps=compute16,

@@ -24,11 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.profile_cache import per_profile
 from tb_profile_plugin.errors import BadRequest, NotFound
 from tb_profile_plugin.trace.index import TraceIndex
 from tb_profile_plugin.trace.window import HostTrace, TraceSet
-from tb_profile_plugin.xspace.hlo_modules import HloInstructions
+from tb_profile_plugin.xspace.hlo_modules import hlo_instructions
 from tb_profile_plugin.xspace.model import StatColumns, StatMetadataTable
 from tb_profile_plugin.xspace.schema import StatKind, is_device_plane
 
@@ -179,17 +178,13 @@ def event_details(trace: TraceSet, event_id: int) -> dict[str, Any]:
     return {"event": event, "flows": [] if track.derived else _flows(host, local)}
 
 
-#: The profile's compiled modules, read once per profile (xspace/hlo_modules.py).
-_hlo_instructions = per_profile(HloInstructions.of)
-
-
 def _add_xla_instruction(index: TraceIndex, kernel: str, stats: dict[str, Any]) -> None:
     """A kernel's HLO instruction, its framework op and precision, from the module's HLO, for
     kernels whose stats do not say (inside a CUDA graph: `hlo_op` = `command_buffer_N`)."""
     module = stats.get("program_id", stats.get("hlo_module"))
     if module is None:
         return
-    _, ins = _hlo_instructions(index.profile).resolve(str(module), str(stats.get("hlo_op", "")),
+    _, ins = hlo_instructions(index.profile).resolve(str(module), str(stats.get("hlo_op", "")),
                                                       kernel)
     if ins is None:
         return

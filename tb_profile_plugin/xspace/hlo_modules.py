@@ -29,6 +29,7 @@ they take that one.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
@@ -151,3 +152,20 @@ def _float_bits(shape: hlo_summary_pb2.ShapeProto) -> int:
     if element_type == TUPLE and shape.tuple_shapes:
         element_type = shape.tuple_shapes[0].element_type
     return FLOAT_BITS.get(element_type, 0)
+
+
+_RESULT_NAME = "xspace.hlo_modules.HloInstructions"
+_read_lock = threading.Lock()
+
+
+def hlo_instructions(profile: Profile) -> HloInstructions:
+    """`HloInstructions.of(profile)`, read once per decoded profile and kept with it
+    (`Profile.derived`, counted in the store's bound): the analyses' canonical columns and the
+    trace's details share it, and the analyses' scratch release does not drop it."""
+    with _read_lock:
+        found = profile.derived.results.get(_RESULT_NAME)
+        if not isinstance(found, HloInstructions):
+            found = HloInstructions.of(profile)
+            if len(found):  # none (no metadata plane, no Hlo Proto) is found again cheaply
+                profile.derived.add(_RESULT_NAME, found)
+        return found
