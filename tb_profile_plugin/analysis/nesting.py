@@ -22,15 +22,29 @@ event's own depth. Its events are then nested as a stack would nest them (events
 longer first; an event's parent is the latest earlier event that still encloses it), which
 is the nearest earlier event, in that order, whose end is not before its end:
 `stack_nesting`, a binary search over a sparse table of running maxima.
+
+Both are the numpy reference. Where the optional compiled pass is built (trace/_nesting.c,
+`depth_parent`), one stack walk over a line in start order gives the same depth and parent for
+either kind of line, in O(n) with no temporaries (5 lines of 2.4M events: 0.68 s in numpy);
+TB_PROFILE_PURE_NESTING=1 or `pure=True` keeps the numpy version.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from tb_profile_plugin.request_budget import checkpoint
+
+try:  # the optional compiled stack pass, built with the package where a C compiler is
+    from tb_profile_plugin.trace import _nesting  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - exercised where no compiler built it
+    _nesting = None
+
+#: Set to 1 to use the numpy version even where the compiled one is built.
+PURE_NESTING_ENV = "TB_PROFILE_PURE_NESTING"
 
 
 @dataclass(frozen=True)
@@ -58,19 +72,45 @@ def start_order(start_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray | None:
 
 
 def compute_nesting(
-    start_ps: np.ndarray, end_ps: np.ndarray, line_bounds: np.ndarray
+    start_ps: np.ndarray, end_ps: np.ndarray, line_bounds: np.ndarray, *,
+    pure: bool | None = None
 ) -> Nesting:
-    """Depth and parent of every event; events of line k are [line_bounds[k], line_bounds[k+1])."""
+    """Depth and parent of every event; events of line k are [line_bounds[k], line_bounds[k+1]).
+
+    `pure` forces (True) or forbids (False) the numpy version; None picks the compiled pass
+    where it is built, unless TB_PROFILE_PURE_NESTING=1."""
     n = len(start_ps)
+    if pure is None:
+        pure = _nesting is None or os.environ.get(PURE_NESTING_ENV) == "1"
+    nest_line = _nest_line if pure or n >= 2**31 else _stack_line
     depth = np.zeros(n, np.int32)
     parent = np.full(n, -1, np.int64)
     for k in range(len(line_bounds) - 1):
         lo, hi = int(line_bounds[k]), int(line_bounds[k + 1])
         if hi > lo:
             checkpoint()
-            _nest_line(start_ps[lo:hi], end_ps[lo:hi], depth[lo:hi], parent[lo:hi])
+            nest_line(start_ps[lo:hi], end_ps[lo:hi], depth[lo:hi], parent[lo:hi])
             parent[lo:hi][parent[lo:hi] >= 0] += lo
     return Nesting(depth, parent)
+
+
+def _stack_line(s: np.ndarray, e: np.ndarray, depth: np.ndarray, parent: np.ndarray) -> None:
+    """`_nest_line` by the compiled stack pass: one walk in start order (a line usually is in
+    it already: no sort, no copy)."""
+    s = np.ascontiguousarray(s, np.int64)
+    e = np.ascontiguousarray(e, np.int64)
+    order = None if _nesting.in_start_order(s, e) else start_order(s, e)
+    if order is None:
+        _nesting.depth_parent(s, e, depth, parent)
+        return
+    local_depth = np.empty(len(s), np.int32)
+    local_parent = np.empty(len(s), np.int64)
+    _nesting.depth_parent(np.ascontiguousarray(s[order]), np.ascontiguousarray(e[order]),
+                          local_depth, local_parent)
+    depth[order] = local_depth
+    has = local_parent >= 0
+    local_parent[has] = order[local_parent[has]]
+    parent[order] = local_parent
 
 
 def _nest_line(s: np.ndarray, e: np.ndarray, depth: np.ndarray, parent: np.ndarray) -> None:

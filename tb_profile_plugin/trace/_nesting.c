@@ -172,10 +172,61 @@ static PyObject *in_start_order(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* depth_parent(start, end, depth_out, parent_out): the depth (int32[n]) and parent (int64[n],
+ * a position in the input, -1 at top level) of events in start order (start ascending, longer
+ * first), by the same stack as depth_order: an event's parent is the event on top of the stack
+ * when it arrives (analysis/nesting.py's rule, numpy there). O(n), the GIL released; the stack
+ * holds positions, 8 bytes per level of nesting touched. */
+static PyObject *depth_parent(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer start, end, depth, parent;
+    if (!PyArg_ParseTuple(args, "y*y*w*w*", &start, &end, &depth, &parent)) return NULL;
+    PyObject *result = NULL;
+    int64_t *stack = NULL;
+    Py_ssize_t n;
+    if (!int64_buffers(&start, &end, &n)) goto done;
+    if (depth.len != 4 * n || parent.len != 8 * n) {
+        PyErr_SetString(PyExc_ValueError, "depth_out must be int32[n], parent_out int64[n]");
+        goto done;
+    }
+    stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!stack) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const int64_t *s = (const int64_t *)start.buf, *e = (const int64_t *)end.buf;
+        int32_t *d = (int32_t *)depth.buf;
+        int64_t *p = (int64_t *)parent.buf;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t top = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t close = close_of(s, e, i);
+            while (top && close_of(s, e, stack[top - 1]) < close) top--;
+            d[i] = (int32_t)top;
+            p[i] = top ? stack[top - 1] : -1;
+            stack[top++] = i;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(stack);
+    PyBuffer_Release(&start);
+    PyBuffer_Release(&end);
+    PyBuffer_Release(&depth);
+    PyBuffer_Release(&parent);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"depth_order", depth_order, METH_VARARGS,
      "depth_order(start, end, order_out[, names, start_out, end_out, names_out]) -> counts "
      "per depth (see trace/_nesting.c)"},
+    {"depth_parent", depth_parent, METH_VARARGS,
+     "depth_parent(start, end, depth_out, parent_out): depth and parent of events in start "
+     "order (see trace/_nesting.c)"},
     {"in_start_order", in_start_order, METH_VARARGS,
      "in_start_order(start, end) -> whether ordered by (start, end descending)"},
     {NULL, NULL, 0, NULL},

@@ -9,9 +9,12 @@ way): the TraceMe is not a child of `__init__`, and what runs inside the TraceMe
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 
+from tb_profile_plugin.analysis.events import build_event_table
 from tb_profile_plugin.analysis.nesting import (
     WALK_LEVELS,
     ancestor_reduce,
@@ -20,7 +23,9 @@ from tb_profile_plugin.analysis.nesting import (
     under,
 )
 from tb_profile_plugin.tools import registry
+from tb_profile_plugin.trace.depth import compiled_nesting_available
 from tb_profile_plugin.xspace.decode import decode_xspace
+from tests.fixtures import DATA_DIR, xplane_files
 from tests.xspace_builder import XSpaceBuilder
 
 
@@ -60,16 +65,39 @@ def test_properly_nested_lines_are_unchanged_by_the_overlap_rule() -> None:
     assert nesting.depth.tolist() == [0, 1, 2, 2, 0, 0, 1]
 
 
-def test_random_lines_match_the_stack_definition() -> None:
+@pytest.mark.parametrize("pure", [True, False] if compiled_nesting_available() else [True])
+def test_random_lines_match_the_stack_definition(pure: bool) -> None:
+    """Both passes (numpy, and the compiled stack walk where it is built), on lines in and out
+    of start order, with and without overlaps, several lines at once."""
     rng = np.random.default_rng(7)
     for _ in range(2000):
-        n = int(rng.integers(1, 30))
-        start = rng.integers(0, 40, n).astype(np.int64)
-        end = start + rng.integers(0, 15, n)
-        nesting = compute_nesting(start, end, np.array([0, n]))
-        parent, depth = _stack_nesting(start, end)
-        assert nesting.parent.tolist() == parent.tolist()
-        assert nesting.depth.tolist() == depth.tolist()
+        sizes = rng.integers(1, 30, int(rng.integers(1, 4)))
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        start = rng.integers(0, 40, int(bounds[-1])).astype(np.int64)
+        end = start + rng.integers(0, 15, len(start))
+        if rng.random() < 0.3:  # a line in start order already, as producers write them
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+                order = np.lexsort((-end[lo:hi], start[lo:hi]))
+                start[lo:hi], end[lo:hi] = start[lo:hi][order], end[lo:hi][order]
+        nesting = compute_nesting(start, end, bounds, pure=pure)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            parent, depth = _stack_nesting(start[lo:hi], end[lo:hi])
+            parent[parent >= 0] += lo
+            assert nesting.parent[lo:hi].tolist() == parent.tolist()
+            assert nesting.depth[lo:hi].tolist() == depth.tolist()
+
+
+@pytest.mark.skipif(not compiled_nesting_available(), reason="the compiled pass is not built")
+@pytest.mark.parametrize("path", xplane_files(), ids=lambda p: str(p.relative_to(DATA_DIR)))
+def test_the_compiled_pass_equals_numpy_on_real_captures(path: Path) -> None:
+    """Every line of every committed real capture (TensorFlow, JAX on CPU, AMD and NVIDIA
+    GPUs): the compiled walk and the numpy reference give the same depth and parent."""
+    table = build_event_table(decode_xspace(path.read_bytes()))
+    numpy_nesting = compute_nesting(table.start_ps, table.end_ps, table.line_bounds, pure=True)
+    compiled = compute_nesting(table.start_ps, table.end_ps, table.line_bounds, pure=False)
+    assert len(table.start_ps) > 100
+    assert np.array_equal(numpy_nesting.parent, compiled.parent)
+    assert np.array_equal(numpy_nesting.depth, compiled.depth)
 
 
 def test_deep_chains_cost_no_more_than_their_size() -> None:
