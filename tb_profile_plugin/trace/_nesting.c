@@ -172,15 +172,17 @@ static PyObject *in_start_order(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* depth_parent(start, end, depth_out, parent_out): the depth (int32[n]) and parent (int64[n],
- * a position in the input, -1 at top level) of events in start order (start ascending, longer
- * first), by the same stack as depth_order: an event's parent is the event on top of the stack
+/* depth_parent(start, end, depth_out, parent_out[, offset]): the depth (int32[n]) and parent
+ * (int64[n]: offset + a position in the input, -1 at top level) of events in start order (start
+ * ascending, longer first), by the same stack as depth_order: an event's parent is the event on top of the stack
  * when it arrives (analysis/nesting.py's rule, numpy there). O(n), the GIL released; the stack
  * holds positions, 8 bytes per level of nesting touched. */
 static PyObject *depth_parent(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer start, end, depth, parent;
-    if (!PyArg_ParseTuple(args, "y*y*w*w*", &start, &end, &depth, &parent)) return NULL;
+    long long offset = 0;
+    if (!PyArg_ParseTuple(args, "y*y*w*w*|L", &start, &end, &depth, &parent, &offset))
+        return NULL;
     PyObject *result = NULL;
     int64_t *stack = NULL;
     Py_ssize_t n;
@@ -204,7 +206,7 @@ static PyObject *depth_parent(PyObject *self, PyObject *args) {
             int64_t close = close_of(s, e, i);
             while (top && close_of(s, e, stack[top - 1]) < close) top--;
             d[i] = (int32_t)top;
-            p[i] = top ? stack[top - 1] : -1;
+            p[i] = top ? stack[top - 1] + offset : -1;
             stack[top++] = i;
         }
         Py_END_ALLOW_THREADS
@@ -220,6 +222,152 @@ done:
     return result;
 }
 
+/* under(mask, parent, out): per event, whether some strict ancestor by `parent` (int64[n], -1
+ * at a root) is marked in `mask` (bool/uint8[n]); written into `out` (uint8[n]). Each event's
+ * answer is its parent's answer or its parent's mark, so every chain is climbed once up to the
+ * first event already answered and answered on the way down: O(n) whatever the depth (analysis/
+ * nesting.py's `under` does it level by level in numpy). A parent out of range or a cycle is a
+ * ValueError, never a crash or a hang. The GIL is released. */
+static PyObject *under(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer mask, parent, out;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &mask, &parent, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t *stack = NULL;
+    Py_ssize_t n = mask.len;
+    if (parent.len != 8 * n || out.len != n) {
+        PyErr_SetString(PyExc_ValueError, "mask and out must be uint8[n], parent int64[n]");
+        goto done;
+    }
+    stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!stack) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const uint8_t *m = (const uint8_t *)mask.buf;
+        const int64_t *p = (const int64_t *)parent.buf;
+        uint8_t *o = (uint8_t *)out.buf;  /* 0, 1: answered; 2: not yet; 3: on the climb */
+        int bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) o[i] = 2;
+        for (Py_ssize_t i = 0; i < n && !bad; i++) {
+            Py_ssize_t top = 0;
+            int64_t j = i;
+            while (o[j] == 2) {
+                int64_t up = p[j];
+                if (up < 0) {
+                    o[j] = 0;
+                    break;
+                }
+                if (up >= n) {
+                    bad = 1;
+                    break;
+                }
+                o[j] = 3;
+                stack[top++] = j;
+                j = up;
+            }
+            if (bad || o[j] == 3) {
+                bad = 1;
+                break;
+            }
+            while (top) {
+                int64_t k = stack[--top];
+                int64_t up = p[k];
+                o[k] = (uint8_t)((m[up] != 0) | o[up]);
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "parent holds an index out of range or a cycle");
+            goto done;
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(stack);
+    PyBuffer_Release(&mask);
+    PyBuffer_Release(&parent);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+/* lower_to_ancestors(group, parent) -> bool: lowers every event's group (int64[n], in place)
+ * to the smallest among its own and its ancestors' by `parent` (int64[n], -1 at a root), and
+ * says whether any changed. Like `under`: each chain is climbed once, up to the first event
+ * already settled, and settled on the way down, so O(n) whatever the depth (analysis/forest.py
+ * does it level by level in numpy). A parent out of range or a cycle is a ValueError. */
+static PyObject *lower_to_ancestors(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer group, parent;
+    if (!PyArg_ParseTuple(args, "w*y*", &group, &parent)) return NULL;
+    PyObject *result = NULL;
+    int64_t *stack = NULL;
+    uint8_t *state = NULL;
+    Py_ssize_t n = group.len / 8;
+    if (group.len % 8 || parent.len != group.len) {
+        PyErr_SetString(PyExc_ValueError, "group and parent must be int64[n]");
+        goto done;
+    }
+    stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    state = (uint8_t *)calloc((size_t)(n ? n : 1), 1);  /* 0: not yet, 1: on the climb, 2: settled */
+    if (!stack || !state) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        int64_t *g = (int64_t *)group.buf;
+        const int64_t *p = (const int64_t *)parent.buf;
+        int bad = 0, changed = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && !bad; i++) {
+            Py_ssize_t top = 0;
+            int64_t j = i;
+            while (state[j] == 0) {
+                int64_t up = p[j];
+                if (up < 0) {
+                    state[j] = 2;
+                    break;
+                }
+                if (up >= n) {
+                    bad = 1;
+                    break;
+                }
+                state[j] = 1;
+                stack[top++] = j;
+                j = up;
+            }
+            if (bad || state[j] == 1) {
+                bad = 1;
+                break;
+            }
+            while (top) {
+                int64_t k = stack[--top];
+                int64_t above = g[p[k]];
+                if (above < g[k]) {
+                    g[k] = above;
+                    changed = 1;
+                }
+                state[k] = 2;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "parent holds an index out of range or a cycle");
+            goto done;
+        }
+        result = PyBool_FromLong(changed);
+    }
+done:
+    free(stack);
+    free(state);
+    PyBuffer_Release(&group);
+    PyBuffer_Release(&parent);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"depth_order", depth_order, METH_VARARGS,
      "depth_order(start, end, order_out[, names, start_out, end_out, names_out]) -> counts "
@@ -227,6 +375,11 @@ static PyMethodDef methods[] = {
     {"depth_parent", depth_parent, METH_VARARGS,
      "depth_parent(start, end, depth_out, parent_out): depth and parent of events in start "
      "order (see trace/_nesting.c)"},
+    {"under", under, METH_VARARGS,
+     "under(mask, parent, out): whether some strict ancestor is marked (see trace/_nesting.c)"},
+    {"lower_to_ancestors", lower_to_ancestors, METH_VARARGS,
+     "lower_to_ancestors(group, parent) -> changed: each group lowered to its ancestors' "
+     "smallest (see trace/_nesting.c)"},
     {"in_start_order", in_start_order, METH_VARARGS,
      "in_start_order(start, end) -> whether ordered by (start, end descending)"},
     {NULL, NULL, 0, NULL},

@@ -281,7 +281,7 @@ def _check_times(decoded: list[tuple[xplane_pb2.XPlane, list[_RawLine]]], origin
             if max(shift_ps, abs(first_ps), abs(shift_ps + last_offset_ps),
                    longest_ps) <= MAX_SPAN_PS:
                 # offsets <= MAX_SPAN_PS (shift >= 0) and durations too: the sum cannot wrap
-                last_ps = shift_ps + int((raw.offset_ps + raw.event_duration_ps).max())
+                last_ps = shift_ps + _max_sum(raw.offset_ps, raw.event_duration_ps)
             else:
                 last_ps = MAX_SPAN_PS + 1
             if first_ps < -MAX_SPAN_PS or last_ps > MAX_SPAN_PS:
@@ -289,6 +289,25 @@ def _check_times(decoded: list[tuple[xplane_pb2.XPlane, list[_RawLine]]], origin
                     f"{where} has events more than {limit_days:.1f} days from the start of the "
                     "profile (line timestamps far apart, or huge offsets or durations): the "
                     "file is corrupt or was not written by a profiler")
+
+
+#: Elements summed at a time by `_max_sum`: 8 MiB of int64, reused (a 20M-event line's whole
+#: sum would be 160 MB of fresh pages, 0.5 s of page faults on a VM).
+_SUM_CHUNK = 1 << 20
+
+
+def _max_sum(a: np.ndarray, b: np.ndarray) -> int:
+    """max(a + b) over two int64 columns, summed a chunk at a time into one reused buffer."""
+    if len(a) <= _SUM_CHUNK:
+        return int((a + b).max())
+    buffer = np.empty(_SUM_CHUNK, np.int64)
+    best = np.iinfo(np.int64).min
+    for lo in range(0, len(a), _SUM_CHUNK):
+        hi = min(lo + _SUM_CHUNK, len(a))
+        part = buffer[: hi - lo]
+        np.add(a[lo:hi], b[lo:hi], out=part)
+        best = max(best, int(part.max()))
+    return best
 
 
 def _build_line(raw: _RawLine, origin_ns: int) -> Line:

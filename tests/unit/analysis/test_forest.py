@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from tb_profile_plugin.analysis.events import build_event_table
 from tb_profile_plugin.analysis.forest import build_forest
-from tb_profile_plugin.analysis.nesting import compute_nesting
+from tb_profile_plugin.analysis.nesting import PURE_NESTING_ENV, compiled_pass, compute_nesting
 from tb_profile_plugin.xspace.decode import decode_xspace
+from tests.fixtures import DATA_DIR, xplane_files
 from tests.xspace_builder import XSpaceBuilder
 
 
@@ -128,3 +132,48 @@ def test_kernels_join_the_group_of_their_launch() -> None:
     table, forest = _forest(b)
     kernel = next(i for i in range(len(table)) if _name(table, i) == "sgemm")
     assert forest.group_id[kernel] == 0
+
+
+@pytest.mark.skipif(compiled_pass(False) is None, reason="the compiled pass is not built")
+@pytest.mark.parametrize("path", xplane_files(), ids=lambda p: str(p.relative_to(DATA_DIR)))
+def test_compiled_and_numpy_forests_are_identical_on_real_captures(
+        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups flowing down the nesting (`_top_down`): the compiled climb and numpy's level
+    passes give the same forest on every committed capture."""
+    profile = decode_xspace(path.read_bytes())
+    forests = []
+    for pure in ("1", "0"):
+        monkeypatch.setenv(PURE_NESTING_ENV, pure)
+        forests.append(build_forest(build_event_table(profile)))
+    numpy_forest, compiled_forest = forests
+    assert np.array_equal(numpy_forest.group_id, compiled_forest.group_id)
+    assert np.array_equal(numpy_forest.root_event, compiled_forest.root_event)
+    assert np.array_equal(numpy_forest.step_num, compiled_forest.step_num)
+
+
+@pytest.mark.skipif(compiled_pass(False) is None, reason="the compiled pass is not built")
+def test_compiled_lowering_matches_a_walk_and_refuses_cycles() -> None:
+    rng = np.random.default_rng(5)
+    compiled = compiled_pass(False)
+    for _ in range(300):
+        n = int(rng.integers(1, 60))
+        # parents anywhere (not only earlier): events of a table are not in nesting order
+        perm = rng.permutation(n)
+        tree = np.array([-1 if i == 0 or rng.random() < 0.2 else int(rng.integers(0, i))
+                         for i in range(n)], np.int64)
+        parent = np.full(n, -1, np.int64)
+        parent[perm] = np.where(tree >= 0, perm[np.maximum(tree, 0)], -1)
+        group = rng.integers(0, 20, n).astype(np.int64)
+        expected = group.copy()
+        for i in range(n):
+            a = int(parent[i])
+            while a >= 0:
+                expected[i] = min(expected[i], group[a])
+                a = int(parent[a])
+        lowered = group.copy()
+        changed = compiled.lower_to_ancestors(lowered, parent)
+        assert lowered.tolist() == expected.tolist()
+        assert changed == (expected != group).any()
+        assert not compiled.lower_to_ancestors(lowered, parent)  # settled: nothing changes
+    with pytest.raises(ValueError, match="cycle"):
+        compiled.lower_to_ancestors(np.zeros(2, np.int64), np.array([1, 0], np.int64))

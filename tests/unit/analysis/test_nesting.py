@@ -16,6 +16,7 @@ import pytest
 
 from tb_profile_plugin.analysis.events import build_event_table
 from tb_profile_plugin.analysis.nesting import (
+    PURE_NESTING_ENV,
     WALK_LEVELS,
     ancestor_reduce,
     compute_nesting,
@@ -122,7 +123,10 @@ def test_deep_chains_cost_no_more_than_their_size() -> None:
     assert time.perf_counter() - began <= 1.0
 
 
-def test_ancestor_reduce_and_nearest_marked_match_a_walk() -> None:
+@pytest.mark.parametrize("pure", [True, False] if compiled_nesting_available() else [True])
+def test_ancestor_reduce_and_nearest_marked_match_a_walk(pure: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PURE_NESTING_ENV, "1" if pure else "0")
     rng = np.random.default_rng(3)
     for _ in range(300):
         n = int(rng.integers(1, 50))
@@ -162,3 +166,22 @@ def test_under_deeper_than_the_walk_matches_a_walk() -> None:
                 chain.append(a)
                 a = int(parent[a])
             assert inside[i] == any(mask[a] for a in chain)
+
+
+@pytest.mark.skipif(not compiled_nesting_available(), reason="the compiled pass is not built")
+def test_compiled_under_matches_numpy_on_deep_chains_and_refuses_cycles() -> None:
+    """Chains deeper than the numpy walk's levels (finished by pointer jumping there), forests
+    in any order; a cycle or an index out of range is a ValueError, not a hang."""
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 100, 5000):
+        chain = np.arange(-1, n - 1, dtype=np.int64)  # i's parent is i - 1
+        perm = rng.permutation(n)  # the same chain, its events in a random order
+        inverse = np.argsort(perm)
+        shuffled = np.where(chain[perm] >= 0, inverse[np.maximum(chain[perm], 0)], -1)
+        for parent in (chain, shuffled):
+            mask = rng.random(n) < 0.01
+            assert np.array_equal(under(mask, parent, pure=False), under(mask, parent, pure=True))
+    with pytest.raises(ValueError, match="cycle"):
+        under(np.ones(3, bool), np.array([1, 2, 0], np.int64), pure=False)
+    with pytest.raises(ValueError, match="out of range"):
+        under(np.ones(2, bool), np.array([-1, 7], np.int64), pure=False)

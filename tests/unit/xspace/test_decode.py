@@ -325,3 +325,19 @@ def test_long_string_stats_cost_their_size(pure: bool) -> None:
         tracemalloc.stop()
     assert_same_as_protobuf(data, profile)
     assert peak < 4 * len(data)
+
+
+def test_max_of_offsets_plus_durations_by_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end check sums a line's columns a chunk at a time: the largest end is found in any
+    chunk, the last one short, or a line shorter than a chunk."""
+    from tb_profile_plugin.xspace import decode
+
+    monkeypatch.setattr(decode, "_SUM_CHUNK", 7)
+    rng = np.random.default_rng(2)
+    for n in (1, 6, 7, 8, 14, 15, 50):
+        a = rng.integers(-10**12, 10**12, n)
+        b = rng.integers(0, 10**12, n)
+        for where in {0, n // 2, n - 1}:
+            b2 = b.copy()
+            b2[where] = 5 * 10**12
+            assert decode._max_sum(a, b2) == int((a + b2).max())
