@@ -98,21 +98,21 @@ def build(request: ViewRequest) -> dict[str, Any]:
         ids = visible.ids
         filtered += visible.num_filtered
         track = index.track_of(ids)
-        used, inverse = np.unique(index.name_id[ids], return_inverse=True)
+        used, inverse = np.unique(visible.name_id, return_inverse=True)
         remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
                           for u in used.tolist()], np.int64)
-        start = index.start_ps[ids]
+        start = visible.start_ps
         columns["id"].append(ids + h.id_offset)
         columns["pid"].append(h.track_pid[track])
         columns["tid"].append(h.track_tid[track])
         columns["name"].append(remap[inverse.ravel()] if len(ids) else np.zeros(0, np.int64))
         columns["start"].append((start + h.shift_ps) / _PS_PER_US)
-        columns["duration"].append((index.end_ps[ids] - start) / _PS_PER_US)
+        columns["duration"].append((visible.end_ps - start) / _PS_PER_US)
         columns["depth"].append(index.depth_of(ids))
         blocks = visible.blocks
         if len(blocks):
             block_track = index.segment_track[blocks.segment]
-            used, inverse = np.unique(index.name_id[blocks.first_id], return_inverse=True)
+            used, inverse = np.unique(visible.block_name_id, return_inverse=True)
             remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
                               for u in used.tolist()], np.int64)
             density["pid"].append(h.track_pid[block_track])

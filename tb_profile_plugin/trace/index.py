@@ -81,6 +81,43 @@ class Process:
     threads: list[Thread]
 
 
+class IndexColumns:
+    """The index's per-event columns and its level-of-detail block maxima: arrays, or (an
+    index from the disk cache, trace/index_cache.py) read on first use by `read`, so that a
+    window the cache already answered reads none of them. Kept apart from `TraceIndex`'s
+    fields so that measuring the index counts what was read (`model.result_nbytes`)."""
+
+    NAMES = ("start_ps", "end_ps", "name_id", "source_row", "block_max_ps",
+             "derived_source_line")
+
+    def __init__(self, arrays: dict[str, np.ndarray], length: int,
+                 read: Any = None, unread_nbytes: int = 0) -> None:
+        self.arrays = dict(arrays)
+        self.length = length
+        self.unread_nbytes = unread_nbytes  # of the columns `read` will read
+        self._read = read  # name -> array, for the names not in `arrays`
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> np.ndarray:
+        array = self.arrays.get(name)
+        if array is None:
+            with self._lock:
+                array = self.arrays.get(name)
+                if array is None:
+                    array = self.arrays[name] = self._read(name)
+                    self.unread_nbytes -= int(array.nbytes)
+        return array
+
+    @property
+    def nbytes(self) -> int:
+        """The columns' bytes, read or not."""
+        return sum(int(a.nbytes) for a in self.arrays.values()) + self.unread_nbytes
+
+    def unread(self) -> list[str]:
+        """The columns not read yet (tests and the bench check what a window read)."""
+        return [name for name in self.NAMES if name not in self.arrays]
+
+
 @dataclass
 class TraceIndex:
     profile: Profile
@@ -88,27 +125,64 @@ class TraceIndex:
     tracks: list[Thread]  # in storage order (by pid, then tid)
     track_bounds: np.ndarray  # int64, len(tracks) + 1: events of track t
     names: list[str]
-    start_ps: np.ndarray  # int64
-    end_ps: np.ndarray  # int64
-    name_id: np.ndarray  # int32
-    source_row: np.ndarray  # int32 (int64 from 2^31 events): the XEvent's row in its line
+    #: start_ps, end_ps (int64), name_id (int32), source_row (int32, int64 from 2^31 events:
+    #: the XEvent's row in its line), block_max_ps (level of detail, below) and
+    #: derived_source_line (int32 per event of the derived tracks, in storage order): the
+    #: properties of the same names.
+    columns: IndexColumns
     segment_bounds: np.ndarray  # int64, len(segments) + 1
     segment_track: np.ndarray  # int32 per segment
     segment_depth: np.ndarray  # int32 per segment: the depth of all its events
     #: Level of detail (trace/lod.py): per segment whether its events are disjoint, per block
-    #: of 64 events the largest of their durations and gaps before them.
+    #: of 64 events the largest of their durations and gaps before them (`block_max_ps`).
     segment_disjoint: np.ndarray  # bool per segment
-    block_max_ps: np.ndarray  # int64 per block of lod.FANOUT events
     track_source_line: np.ndarray  # int32 per track: its line in `lines`, -1 when derived
-    derived_source_line: np.ndarray  # int32 per event of the derived tracks, in storage order
-    lines: list[tuple[int, Line]]  # (plane index, line) of every source line
+    #: (plane index, line position in the plane) of every source line (`lines`).
+    line_refs: list[tuple[int, int]]
     absolute_origin_ns: int
     num_derived_events: int
+    #: Whether the first window asked of this index is to be kept in the disk cache
+    #: (trace/index_cache.py `save_first_window`).
+    first_window_pending: bool = False
+    #: Whether the columns every window reads are to be read in the background after the
+    #: next window (an index from the disk cache whose first window was kept there).
+    prefetch_pending: bool = False
     _lazy: dict[str, Any] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)  # lazy() nests
 
+    @property
+    def start_ps(self) -> np.ndarray:  # int64
+        return self.columns.get("start_ps")
+
+    @property
+    def end_ps(self) -> np.ndarray:  # int64
+        return self.columns.get("end_ps")
+
+    @property
+    def name_id(self) -> np.ndarray:  # int32
+        return self.columns.get("name_id")
+
+    @property
+    def source_row(self) -> np.ndarray:
+        return self.columns.get("source_row")
+
+    @property
+    def block_max_ps(self) -> np.ndarray:  # int64 per block of lod.FANOUT events
+        return self.columns.get("block_max_ps")
+
+    @property
+    def derived_source_line(self) -> np.ndarray:
+        return self.columns.get("derived_source_line")
+
+    @property
+    def lines(self) -> list[tuple[int, Line]]:
+        """(plane index, line) of every source line (resolved on use: the index holds no
+        line, so measuring it never reads the profile's columns)."""
+        planes = self.profile.planes
+        return [(p, planes[p].lines[k]) for p, k in self.line_refs]
+
     def __len__(self) -> int:
-        return len(self.start_ps)
+        return self.columns.length
 
     @property
     def first_ps(self) -> int:
@@ -201,9 +275,7 @@ class TraceIndex:
 
     @property
     def nbytes(self) -> int:
-        return sum(int(a.nbytes) for a in (
-            self.start_ps, self.end_ps, self.name_id, self.source_row, self.block_max_ps,
-            self.derived_source_line))
+        return sum(int(a.nbytes) for a in self.columns.arrays.values())
 
 
 def absolute_origin_ns(profile: Profile) -> int:
@@ -408,16 +480,17 @@ def _assemble(
     sizes = np.concatenate(segment_sizes) if segment_sizes else np.zeros(0, np.int64)
     segment_bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     disjoint, block_max_ps = summarise(start_ps, end_ps, segment_bounds)
+    columns = IndexColumns({"start_ps": start_ps, "end_ps": end_ps, "name_id": name_id,
+                            "source_row": source_row, "block_max_ps": block_max_ps,
+                            "derived_source_line": derived_source_line}, n)
+    line_number = {id(line): k for plane in profile.planes for k, line in enumerate(plane.lines)}
     return TraceIndex(
         profile=profile,
         processes=processes,
         tracks=flat,
         track_bounds=np.concatenate([[0], np.cumsum(np.array(track_sizes, np.int64))]),
         names=names,
-        start_ps=start_ps,
-        end_ps=end_ps,
-        name_id=name_id,
-        source_row=source_row,
+        columns=columns,
         segment_bounds=segment_bounds,
         segment_track=(np.concatenate(segment_track) if segment_track
                        else np.zeros(0, np.int32)),
@@ -425,10 +498,8 @@ def _assemble(
                                        for c in segment_sizes]) if segment_sizes
                        else np.zeros(0, np.int32)),
         segment_disjoint=disjoint,
-        block_max_ps=block_max_ps,
         track_source_line=np.array(track_source_line, np.int32),
-        derived_source_line=derived_source_line,
-        lines=lines,
+        line_refs=[(p_index, line_number[id(line)]) for p_index, line in lines],
         absolute_origin_ns=absolute_origin_ns(profile),
         num_derived_events=num_derived,
     )
@@ -442,6 +513,7 @@ def _load_or_build(profile: Profile) -> TraceIndex:
     if index is None:
         index = build_index(profile)
         index_cache.save(index, later=True)  # written after the first window is answered
+    index_cache.load_first_window(index)
     return index
 
 

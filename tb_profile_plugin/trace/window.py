@@ -140,7 +140,13 @@ class Visible:
     ids: np.ndarray  # index event ids, sorted by (track, start, id)
     num_filtered: int
     #: Dense stretches; empty when nothing was filtered (the events then tell everything).
-    blocks: DensityBlocks = NO_BLOCKS
+    blocks: DensityBlocks
+    #: The events' columns (what the document shows of them: a window kept in the disk cache,
+    #: trace/index_cache.py, is answered without reading the index's columns).
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    name_id: np.ndarray
+    block_name_id: np.ndarray  # name of each block's first event
 
 
 def density_blocks(
@@ -177,15 +183,33 @@ def visible_events(
     cache: collections.OrderedDict[tuple[int, ...], Visible] = index.lazy(
         "windows", collections.OrderedDict)
     with _cache_lock:
-        if key in cache:
+        visible = cache.get(key)
+        if visible is not None:
             cache.move_to_end(key)
-            return cache[key]
-    visible = _visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events)
+    if visible is None:
+        visible = _visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events)
+        remember(index, key, visible)
+        if index.first_window_pending:  # the first window asked: kept in the disk cache
+            index.first_window_pending = False
+            from tb_profile_plugin.trace import index_cache  # it imports this module
+
+            index_cache.save_first_window(index, key, visible)
+    if index.prefetch_pending:  # the first window came from the disk cache: read the rest
+        index.prefetch_pending = False
+        from tb_profile_plugin.trace import index_cache
+
+        index_cache.prefetch(index)
+    return visible
+
+
+def remember(index: TraceIndex, key: tuple[int, ...], visible: Visible) -> None:
+    """Keeps the answer to window `key` with the index (the last `_CACHED_WINDOWS`)."""
+    cache: collections.OrderedDict[tuple[int, ...], Visible] = index.lazy(
+        "windows", collections.OrderedDict)
     with _cache_lock:
         cache[key] = visible
         while len(cache) > _CACHED_WINDOWS:
             cache.popitem(last=False)
-    return visible
 
 
 #: Above this many (track, depth) segments a window counts per segment with one pass over
@@ -336,5 +360,8 @@ def _visible_events(
     elif lod.any():  # few enough to return them all
         ids, segment = _overlapping(index, lo, counts, a_ps)
     track = index.segment_track[segment]
-    order = np.lexsort((ids, index.start_ps[ids], track))
-    return Visible(ids[order], num_filtered, blocks)
+    start = index.start_ps[ids]
+    order = np.lexsort((ids, start, track))
+    ids = ids[order]
+    return Visible(ids, num_filtered, blocks, start[order], index.end_ps[ids],
+                   index.name_id[ids], index.name_id[blocks.first_id])

@@ -11,26 +11,38 @@ one of them is a miss, and the stale entry is simply overwritten later.
 File format (one file per profile, written to a temporary `.tmp-*` name and renamed into place;
 temporary files left by a killed writer are removed after an hour):
 
-    b"TBPCOLS3" | MAC (32 bytes) | header length (uint64 LE) | header (JSON) | arrays, each
+    b"TBPCOLS4" | MAC (32 bytes) | header length (uint64 LE) | header (JSON) | arrays, each
     64-byte aligned
 
 The header holds the profile's structure as a small JSON tree in which every numpy array is a
-reference `{"@a": index}` into the array list `[dtype, shape, offset]`. The MAC is
-HMAC-SHA256, keyed by the cache directory's own secret (`.secret`, 32 random bytes, mode 0600,
-made on first use), over the entry's key, the header (with its length and padding), and the
-data region's length, sum (mod 2^64) and XOR of its 64-bit words: a file that someone else
-wrote, damaged, truncated or renamed from another key is a miss. The words' sum and XOR stand in
-for hashing the arrays themselves (numpy reductions at ~5 GB/s against SHA-256's ~1 GB/s: a
-20M-event profile and its trace index are 1.1 GB): any flipped bit, zeroed stretch or
-truncation changes them; what they do not catch is a deliberate edit that keeps both (two
-words swapped), which needs write access to this user's 0700 directory, where `.secret` can be
-read anyway, so the full hash never protected against it; the structure checks on load
-(`_check`, trace/index_cache.py) stay as they were. Loading opens without
-blocking (a FIFO or device at the path is a miss, never a hang), reads the whole regular file
-into memory (so a later truncation of the file cannot fault the process, as a mapping would),
-checks the MAC, then wraps each array with `numpy.frombuffer` (read-only, no parsing of the
-columns) and checks that the columns fit together. Nothing is unpickled. Any failure is a miss:
-the file is removed and the profile decoded and cached again.
+reference `{"@a": index}` into the array list `[dtype, shape, offset]`, and `checks`: per array
+the sum (mod 2^64) and XOR of its little-endian 64-bit words (the last one padded with zeros),
+as hex. The MAC is HMAC-SHA256, keyed by the cache directory's own secret (`.secret`, 32 random
+bytes, mode 0600, made on first use), over the entry's key, the header (with its length and
+padding), and the data region's length, sum and XOR (the sums and XORs of the arrays: the
+zeros between them add nothing): a file that someone else wrote, damaged, truncated or renamed
+from another key is a miss. The words' sum and XOR stand in for hashing the arrays themselves
+(numpy reductions at ~5 GB/s against SHA-256's ~1 GB/s: a 20M-event profile and its trace
+index are 1.1 GB): any flipped bit, zeroed stretch or truncation changes them; what they do not
+catch is a deliberate edit that keeps both (two words swapped), which needs write access to
+this user's 0700 directory, where `.secret` can be read anyway, so the full hash never
+protected against it; the structure checks on load (`_check`, trace/index_cache.py) stay as
+they were. Loading opens without blocking (a FIFO or device at the path is a miss, never a
+hang). Nothing is unpickled. Any failure is a miss: the file is removed and the profile
+decoded and cached again.
+
+Two ways to load. `load`/`load_entry` read the whole regular file into memory (so a later
+truncation of the file cannot fault the process, as a mapping would), check the MAC over the
+real data, then wrap each array with `numpy.frombuffer` (read-only, no parsing of the columns)
+and check that the columns fit together. `load_entry_lazily` does the same for an entry under
+`LAZY_MIN_BYTES` (64 MiB); a bigger one is opened by its header alone: the MAC is checked with
+the arrays' sums the header states, so those sums can be trusted, and each array is read (into
+memory of this process, never a mapping) and checked against its own sums when it is first
+asked for (`EntryArrays.get`); one that does not match (damaged, or the file truncated since)
+raises `DamagedEntry` and removes the entry, and the caller takes that part from a fresh
+decode or build instead (xspace/cache_lazy.py for the profile's lines, trace/index_cache.py
+for the trace index's columns). A 20M-event trace then reopens in 0.03-0.15 s instead of
+reading 1.1 GB first (docs/trace_viewer.md).
 
 Other results kept beside the columns use the same format through `save_entry`/`load_entry`
 (their own suffix and MAC key): the trace index, `<key>-index<version>.tbpi`
@@ -55,6 +67,7 @@ import stat
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -68,7 +81,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CACHE_DIR_ENV = "TB_PROFILE_CACHE_DIR"
-_MAGIC = b"TBPCOLS3"
+_MAGIC = b"TBPCOLS4"
 _MAC_BYTES = 32
 _PREFIX_BYTES = len(_MAGIC) + _MAC_BYTES + 8  # magic, MAC, header length
 _ALIGN = 64
@@ -139,42 +152,47 @@ def _buffer(size: int) -> memoryview:
 
 
 def _read_all(fd: int, size: int) -> memoryview | None:
-    """Exactly `size` bytes of `fd` into memory, or None when the file is shorter or longer.
+    """Exactly `size` bytes of `fd` into memory, or None when the file is shorter or longer."""
+    view = _read_at(fd, 0, size)
+    if view is None or os.pread(fd, 1, size):
+        return None  # truncated or grown since fstat
+    return view
+
+
+def _read_at(fd: int, offset: int, size: int) -> memoryview | None:
+    """`size` bytes of `fd` from `offset` into memory, or None when the file ends first.
 
     The buffer is an anonymous mapping advised to use huge pages (memory of this process, not
     a mapping of the file: a later truncation cannot fault it): reading 0.6 GB into it took
     0.18-0.34 s here against 0.95-5.5 s into a numpy buffer, whose 4 KiB pages fault one by
-    one. An entry of 64 MiB or more is read in two halves by two threads (the copy and the
-    first touch of its pages on both cores): a 20M-event trace reopened in a median 1.1 s
-    instead of 1.8 s (0.39-1.79 s against 0.57-2.61 s, six runs each, load 1)."""
+    one. 64 MiB or more are read in two halves by two threads (the copy and the first touch
+    of its pages on both cores): a 20M-event trace reopened in a median 1.1 s instead of
+    1.8 s (0.39-1.79 s against 0.57-2.61 s, six runs each, load 1)."""
     view = _buffer(size)
     if size < _PARALLEL_READ_BYTES:
-        whole = _read_range(fd, view, 0, size)
+        whole = _read_range(fd, view, 0, size, offset)
     else:  # two halves at once: the copy and the first touch of the pages take both cores
         half = size // 2 // _HUGE_PAGE_BYTES * _HUGE_PAGE_BYTES
         second: list[bool] = []
-        other = threading.Thread(target=lambda: second.append(_read_range(fd, view, half, size)),
-                                 name="tb-profile-cache-read")
+        other = threading.Thread(
+            target=lambda: second.append(_read_range(fd, view, half, size, offset)),
+            name="tb-profile-cache-read")
         other.start()
-        whole = _read_range(fd, view, 0, half)
+        whole = _read_range(fd, view, 0, half, offset)
         other.join()
         whole = whole and second == [True]
-    if not whole:
-        return None  # truncated since fstat
-    if os.pread(fd, 1, size):
-        return None  # grew since fstat
-    return view
+    return view if whole else None
 
 
 _PARALLEL_READ_BYTES = 64 << 20
 _HUGE_PAGE_BYTES = 2 << 20
 
 
-def _read_range(fd: int, view: memoryview, start: int, end: int) -> bool:
-    """Reads bytes [start, end) of `fd` into the same bytes of `view`; False when the file
-    ends first."""
+def _read_range(fd: int, view: memoryview, start: int, end: int, offset: int = 0) -> bool:
+    """Reads bytes [offset + start, offset + end) of `fd` into bytes [start, end) of `view`;
+    False when the file ends first."""
     while start < end:
-        got = os.preadv(fd, [view[start:end]], start)
+        got = os.preadv(fd, [view[start:end]], offset + start)
         if got == 0:
             return False
         start += got
@@ -317,7 +335,7 @@ def _check(obj: Any) -> None:
         for item in obj:
             _check(item)
         return
-    if not dataclasses.is_dataclass(obj):
+    if not dataclasses.is_dataclass(obj) or _unread(obj):
         return
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -344,8 +362,15 @@ def _check(obj: Any) -> None:
         if len(obj.child_offsets) != len(obj.ids) + 1:
             raise ValueError("child offsets do not match the metadata rows")
         _check_rows(obj.stats, len(obj.ids))
-    if isinstance(obj, model.Line):
+    if isinstance(obj, model.Line) and not _unread(obj.stats):
         _check_rows(obj.stats, len(obj.events))
+
+
+def _unread(obj: Any) -> bool:
+    """Whether `obj` is a part of a lazily read profile not read yet (xspace/cache_lazy.py):
+    it is checked when it is first read."""
+    part = getattr(obj, "__dict__", {}).get("_part")
+    return part is not None and not part.done
 
 
 def _type_ok(value: Any, annotation: str) -> bool:
@@ -416,15 +441,16 @@ def save_entry_later(key: str, suffix: str, header: dict[str, Any], arrays: list
         global _writer
         if _writer is None:
             _writer = concurrent.futures.ThreadPoolExecutor(1, "tb-profile-cache-writer",
-                                                            initializer=_lower_priority)
+                                                            initializer=lower_priority)
         future = _writer.submit(write)
         _pending[str(path)] = future
     future.add_done_callback(lambda done: _forget(str(path), done))
 
 
-def _lower_priority() -> None:
-    """The writer thread yields to the request threads (Linux gives each thread its own nice
-    value): the zooms that follow a first window are not slowed by its 1 GB write."""
+def lower_priority() -> None:
+    """The calling thread (the writer, the trace's prefetch) yields to the request threads
+    (Linux gives each thread its own nice value): the zooms that follow a first window are not
+    slowed by its 1 GB write."""
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _WRITER_NICE)
 
@@ -473,13 +499,18 @@ def _writable(directory: Path | None) -> tuple[Path, bytes] | None:
 def _write_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.ndarray],
                  directory: Path, secret: bytes) -> Path | None:
     """Writes the entry to a temporary file and renames it into place (readers never see a
-    partial entry); None when it could not be written."""
+    partial entry); None when it could not be written. Each array's word sums are taken first
+    and kept in the header (`checks`), so that a reader can check one array without the
+    others (`EntryArrays`)."""
     table: list[tuple[str, list[int], int]] = []
+    contiguous = [np.ascontiguousarray(array).data.cast("B") for array in arrays]
+    sums = np.array([_word_sums(data) for data in contiguous], np.uint64).reshape(-1, 2)
     offset = 0
     for array in arrays:
         table.append((array.dtype.str, list(array.shape), offset))
         offset += -(-array.nbytes // _ALIGN) * _ALIGN
-    header_bytes = json.dumps(dict(header, arrays=table)).encode()
+    header_bytes = json.dumps(dict(header, arrays=table,
+                                   checks=sums.astype("<u8").tobytes().hex())).encode()
     data_start = -(-(_PREFIX_BYTES + len(header_bytes)) // _ALIGN) * _ALIGN
     mac = _mac(secret, key)
     tmp_name = ""
@@ -491,13 +522,10 @@ def _write_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.
                     + b"\0" * (data_start - _PREFIX_BYTES - len(header_bytes)))
             mac.update(head)
             out.write(head)
-            words = _WordSums()
-            for array in arrays:
-                data = np.ascontiguousarray(array).data.cast("B")
-                words.add(data)
+            for data in contiguous:
                 out.write(data)
                 out.write(b"\0" * (-len(data) % _ALIGN))
-            mac.update(words.digest())
+            mac.update(_digest(offset, sums))
             out.seek(len(_MAGIC))
             out.write(mac.digest())
         final = directory / f"{key}{suffix}"
@@ -511,6 +539,14 @@ def _write_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.
         return None
 
 
+def _digest(length: int, sums: np.ndarray) -> bytes:
+    """The data region's check from its arrays' (sum, XOR) pairs: its length, the sum of the
+    sums (mod 2^64) and the XOR of the XORs (the zeros between arrays add nothing)."""
+    total = int(np.add.reduce(sums[:, 0], dtype=np.uint64)) if len(sums) else 0
+    xor = int(np.bitwise_xor.reduce(sums[:, 1])) if len(sums) else 0
+    return b"".join(v.to_bytes(8, "little") for v in (length, total, xor))
+
+
 def load(key: str, directory: Path | None = None) -> model.Profile | None:
     """The cached profile for `key`, or None on a miss: absent, old format, written by someone
     else, damaged, not a regular file. A file that is there but not a valid entry is removed."""
@@ -522,6 +558,25 @@ def load_entry(key: str, suffix: str, parse: Callable[[dict[str, Any], list[np.n
     """`parse(header, arrays)` of the entry `<key><suffix>` (arrays read-only, wrapping the
     file's bytes), or None on a miss; an entry that is there but damaged (its MAC, its layout,
     or `parse` raising) is removed."""
+    return load_entry_lazily(key, suffix, lambda header, arrays: parse(header, arrays.all()),
+                             directory, lazy=False)
+
+
+#: Entries of at least this many bytes are read array by array, when an array is first used
+#: (`EntryArrays`), by `load_entry_lazily`; smaller ones are read and checked whole.
+LAZY_MIN_BYTES = 64 << 20
+
+
+def load_entry_lazily(key: str, suffix: str, parse: Callable[[dict[str, Any], EntryArrays], T],
+                      directory: Path | None = None, lazy: bool = True) -> T | None:
+    """`parse(header, arrays)` of the entry `<key><suffix>`, or None on a miss.
+
+    With `lazy`, an entry of at least `LAZY_MIN_BYTES` is not read whole: its header is read
+    and checked (the MAC covers the header and, through each array's word sums in it, the
+    arrays), and each array is read and checked against its sums only when `arrays.get` asks
+    for it (a mismatch then raises `DamagedEntry` and removes the entry). A smaller entry is
+    read and checked whole first, as `load_entry` does. An entry that is there but damaged
+    (its MAC, its layout, or `parse` raising) is removed."""
     directory = directory or cache_dir()
     if directory is None:
         return None
@@ -539,37 +594,133 @@ def load_entry(key: str, suffix: str, parse: Callable[[dict[str, Any], list[np.n
                            path)
             _remove(path)
         return None
+    arrays: EntryArrays | None = None
     try:
-        data = _read_all(fd, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-    try:
-        if data is None:
-            raise ValueError("the file changed while it was read")
-        return parse(*_parse(data, secret, key))
+        size = os.fstat(fd).st_size
+        if not lazy or size < LAZY_MIN_BYTES:
+            data = _read_all(fd, size)
+            if data is None:
+                raise ValueError("the file changed while it was read")
+            header, loaded = _parse(data, secret, key)
+            arrays = EntryArrays.whole(loaded)
+        else:
+            header, arrays = _parse_lazily(fd, size, path, secret, key)
+        return parse(header, arrays)
     except Exception as exc:  # noqa: BLE001 - whatever a damaged file does, it is a miss
         logger.warning("ignoring damaged profile cache entry %s: %s: %s", path,
                        type(exc).__name__, exc)
         _remove(path)
         return None
+    finally:
+        if arrays is None or not arrays.lazy:
+            os.close(fd)
 
 
-class _WordSums:
-    """The data region's check: its length, and the sum (mod 2^64) and XOR of its little-endian
-    64-bit words, fed array by array as they are written (each array starts 64-byte aligned and
-    is followed by zeros, which add nothing to either)."""
+class DamagedEntry(ValueError):
+    """An array of a lazily read entry does not match its sums, or its file changed."""
 
-    def __init__(self) -> None:
-        self.length = self.total = self.xor = 0
 
-    def add(self, data: memoryview) -> None:
-        sums = _word_sums(data)
-        self.total = (self.total + sums[0]) % 2**64
-        self.xor ^= sums[1]
-        self.length += len(data) + (-len(data) % _ALIGN)
+class EntryArrays:
+    """The arrays of one cache entry: all read already (a small entry), or each read from the
+    open file and checked against its word sums (kept in the MAC-checked header) when `get`
+    first asks for it. The file stays open while this object lives (a file replaced by a newer
+    entry is still read whole from its own inode); `get` returns memory of this process,
+    never a mapping of the file, so a later truncation cannot fault the process: it is a
+    `DamagedEntry`."""
 
-    def digest(self) -> bytes:
-        return b"".join(v.to_bytes(8, "little") for v in (self.length, self.total, self.xor))
+    __slots__ = ("_loaded", "_fd", "_path", "_data_start", "_table", "_sums", "__weakref__")
+
+    def __init__(self, loaded: list[np.ndarray | None], fd: int | None = None,
+                 path: Path | None = None, data_start: int = 0,
+                 table: list[tuple[np.dtype[Any], list[int], int]] | None = None,
+                 sums: np.ndarray | None = None) -> None:
+        self._loaded = loaded
+        self._fd, self._path, self._data_start = fd, path, data_start
+        self._table = table or []
+        self._sums = sums
+        if fd is not None:
+            weakref.finalize(self, os.close, fd)
+
+    @staticmethod
+    def whole(arrays: list[np.ndarray]) -> EntryArrays:
+        return EntryArrays(list(arrays))
+
+    @property
+    def lazy(self) -> bool:
+        return self._fd is not None
+
+    def __len__(self) -> int:
+        return len(self._loaded)
+
+    def shape(self, index: int) -> tuple[int, ...]:
+        array = self._loaded[index]
+        return tuple(array.shape) if array is not None else tuple(self._table[index][1])
+
+    def dtype(self, index: int) -> np.dtype[Any]:
+        array = self._loaded[index]
+        return array.dtype if array is not None else self._table[index][0]
+
+    def nbytes(self, index: int) -> int:
+        return math.prod(self.shape(index)) * self.dtype(index).itemsize
+
+    def all(self) -> list[np.ndarray]:
+        return [self.get(i) for i in range(len(self))]
+
+    def get(self, index: int) -> np.ndarray:
+        """The array (read-only), read and checked now if it was not; raises DamagedEntry
+        (and removes the entry) when its bytes do not match their sums."""
+        array = self._loaded[index]
+        if array is not None:
+            return array
+        assert self._fd is not None and self._sums is not None and self._path is not None
+        dtype, shape, offset = self._table[index]
+        size = math.prod(shape) * dtype.itemsize
+        data = _read_at(self._fd, self._data_start + offset, size) if size else memoryview(b"")
+        if data is None or _word_sums(data) != tuple(int(v) for v in self._sums[index]):
+            logger.warning("ignoring damaged profile cache entry %s: array %d does not match "
+                           "its sums", self._path, index)
+            self._remove_if_same_file()
+            raise DamagedEntry(f"array {index} of {self._path.name} is damaged")
+        array = np.frombuffer(data, dtype, math.prod(shape)).reshape(shape)
+        array.flags.writeable = False
+        return array
+
+    def _remove_if_same_file(self) -> None:
+        """Removes the entry unless a newer one has replaced it meanwhile."""
+        assert self._fd is not None and self._path is not None
+        with contextlib.suppress(OSError):
+            if os.stat(self._path, follow_symlinks=False).st_ino == os.fstat(self._fd).st_ino:
+                _remove(self._path)
+
+
+def _parse_lazily(fd: int, size: int, path: Path, secret: bytes,
+                  key: str) -> tuple[dict[str, Any], EntryArrays]:
+    """The header and the (unread) arrays of a big entry; raises on any damage of the header,
+    its array table or their sums (the MAC is over the header and the data region's digest
+    made from the arrays' sums, so that an array's sums can be trusted before it is read)."""
+    prefix = os.pread(fd, _PREFIX_BYTES, 0)
+    if len(prefix) < _PREFIX_BYTES or prefix[: len(_MAGIC)] != _MAGIC:
+        raise ValueError("not a profile cache entry of this format")
+    header_len = int.from_bytes(prefix[_PREFIX_BYTES - 8 :], "little")
+    data_start = -(-(_PREFIX_BYTES + header_len) // _ALIGN) * _ALIGN
+    if data_start > size:
+        raise ValueError("header longer than the file")
+    head = os.pread(fd, data_start - _PREFIX_BYTES + 8, _PREFIX_BYTES - 8)
+    if len(head) != data_start - _PREFIX_BYTES + 8:
+        raise ValueError("the file changed while it was read")
+    header = json.loads(head[8 : 8 + header_len])
+    if not isinstance(header, dict) or not isinstance(header.get("checks"), str):
+        raise ValueError("the entry's header has no array checks")
+    sums = np.frombuffer(bytes.fromhex(header["checks"]), "<u8").reshape(-1, 2)
+    mac = _mac(secret, key)
+    mac.update(head)
+    mac.update(_digest(size - data_start, sums))
+    if not hmac.compare_digest(mac.digest(), prefix[len(_MAGIC) : len(_MAGIC) + _MAC_BYTES]):
+        raise ValueError("MAC mismatch (damaged, or written by someone else or for another key)")
+    table = _array_table(header, data_start, size)
+    if len(sums) != len(table):
+        raise ValueError("the entry's array checks do not match its arrays")
+    return header, EntryArrays([None] * len(table), fd, path, data_start, table, sums)
 
 
 def _word_sums(data: memoryview) -> tuple[int, int]:
@@ -610,18 +761,27 @@ def _parse(data: memoryview, secret: bytes, key: str) -> tuple[dict[str, Any], l
     if not isinstance(header, dict):
         raise ValueError("the entry's header is not an object")
     arrays = []
+    for dtype, shape, offset in _array_table(header, data_start, len(data)):
+        array = np.frombuffer(data, dtype, math.prod(shape), data_start + offset).reshape(shape)
+        array.flags.writeable = False
+        arrays.append(array)
+    return header, arrays
+
+
+def _array_table(header: dict[str, Any], data_start: int,
+                 size: int) -> list[tuple[np.dtype[Any], list[int], int]]:
+    """(dtype, shape, offset in the data region) of each array of the header's table; raises
+    ValueError for an array that cannot be in an entry or does not lie inside the file."""
+    table = []
     for dtype_str, shape, offset in header["arrays"]:
         dtype = np.dtype(dtype_str)
         if dtype.hasobject or any(type(n) is not int or n < 0 for n in shape):
             raise ValueError(f"array {dtype_str} {shape} cannot be in a cache entry")
-        count = math.prod(shape)
-        start = data_start + offset
-        if type(offset) is not int or offset < 0 or start + count * dtype.itemsize > len(data):
+        if (type(offset) is not int or offset < 0
+                or data_start + offset + math.prod(shape) * dtype.itemsize > size):
             raise ValueError("array outside the file")
-        array = np.frombuffer(data, dtype, count, start).reshape(shape)
-        array.flags.writeable = False
-        arrays.append(array)
-    return header, arrays
+        table.append((dtype, shape, offset))
+    return table
 
 
 def _profile_of(header: dict[str, Any], arrays: list[np.ndarray]) -> model.Profile:

@@ -1,0 +1,253 @@
+"""A profile from the disk cache whose lines' events and stats are read when first used.
+
+Reopening a big profile from the disk cache (xspace/cache.py) used to read its whole entry
+(0.6 GB at 20M events) before anything could be answered; the trace viewer's first window,
+when the trace index is cached too (trace/index_cache.py), needs none of the lines' columns.
+`load_lazily` therefore builds the profile from the entry's header and its small arrays
+(planes, metadata tables, plane stats: kilobytes), and gives each line an `events` and a
+`stats` object of the model's own classes whose fields are read from the entry, and checked
+against their word sums, on first access (`_LazyPart`). Their length and `nbytes` come from the
+entry's array table without reading anything (the store's memory bound counts them whole).
+
+A part whose bytes no longer match their sums (damaged since the entry was opened, or the file
+truncated: the cache removes the entry, `cache.DamagedEntry`), or whose columns do not fit
+together (`cache._check`), is taken from a fresh decode of the source file instead
+(`fallback`, from the store: decoded once per entry, and the entry written again), so a damaged
+entry is still never trusted and never fails a request; the decoded part must have the lengths
+the entry said (else the source changed too: `UnreadableProfile`).
+
+Small entries (under `cache.LAZY_MIN_BYTES`) are read and checked whole, as `cache.load` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.xspace import cache, model
+from tb_profile_plugin.xspace.schema import FORMAT_VERSION
+
+logger = logging.getLogger(__name__)
+
+#: The fields of a Line read lazily.
+_LAZY_FIELDS = ("events", "stats")
+
+
+def load_lazily(key: str, directory: Path | None = None,
+                fallback: Callable[[], model.Profile] | None = None) -> model.Profile | None:
+    """The cached profile for `key` with its lines' columns read on first use, or None on a
+    miss (as `cache.load`). `fallback` decodes the source file again (module docstring)."""
+    return cache.load_entry_lazily(
+        key, ".tbpc", lambda header, arrays: _profile_of(header, arrays, fallback), directory)
+
+
+def _profile_of(header: dict[str, Any], arrays: cache.EntryArrays,
+                fallback: Callable[[], model.Profile] | None) -> model.Profile:
+    if not arrays.lazy:
+        return cache._profile_of(header, arrays.all())
+    if header.get("version") != FORMAT_VERSION:
+        raise ValueError(f"format version {header.get('version')!r}")
+    entry = _Entry(arrays, fallback)
+    profile = _unflatten(header["tree"], entry, ())
+    if not isinstance(profile, model.Profile):
+        raise ValueError(f"the entry holds a {type(profile).__name__}, not a Profile")
+    cache._check(profile)  # the parts are checked when they are read
+    return profile
+
+
+class _Entry:
+    """What the lazy parts of one profile share: the entry's arrays, and the fallback."""
+
+    def __init__(self, arrays: cache.EntryArrays,
+                 fallback: Callable[[], model.Profile] | None) -> None:
+        self.arrays = arrays
+        self._fallback = fallback
+        self._decoded: model.Profile | None = None
+        self._lock = threading.Lock()
+
+    def array(self, ref: Any) -> np.ndarray:
+        return self.arrays.get(_array_index(ref, len(self.arrays)))
+
+    def decoded_part(self, where: tuple[Any, ...]) -> Any:
+        """The part at `where` (a path of fields and list positions from the profile) of the
+        source decoded again."""
+        with self._lock:
+            if self._decoded is None:
+                if self._fallback is None:
+                    raise UnreadableProfile("the profile's cache entry is damaged")
+                self._decoded = self._fallback()
+            node: Any = self._decoded
+        try:
+            for step in where:
+                node = node[step] if isinstance(step, int) else getattr(node, step)
+        except (IndexError, AttributeError) as exc:
+            raise UnreadableProfile("the profile file changed while it was read; reload")from exc
+        return node
+
+
+def _array_index(ref: Any, count: int) -> int:
+    index = ref.get("@a") if isinstance(ref, dict) else None
+    if type(index) is not int or not 0 <= index < count:
+        raise ValueError(f"array reference {index!r} out of range")
+    return index
+
+
+def _unflatten(tree: Any, entry: _Entry, where: tuple[Any, ...]) -> Any:
+    """`cache._unflatten` reading the arrays it meets, except the lines' lazy parts."""
+    if isinstance(tree, dict):
+        if "@a" in tree:
+            return entry.array(tree)
+        cls = cache._TYPES[tree["@t"]]
+        fields = tree["f"]
+        if cls is model.Line:
+            values = {k: _unflatten(v, entry, (*where, k)) for k, v in fields.items()
+                      if k not in _LAZY_FIELDS}
+            events = _part(fields["events"], entry, (*where, "events"), None)
+            stats = _part(fields["stats"], entry, (*where, "stats"), len(events))
+            return cls(events=events, stats=stats, **values)
+        return cls(**{k: _unflatten(v, entry, (*where, k)) for k, v in fields.items()})
+    if isinstance(tree, list):
+        return [_unflatten(item, entry, (*where, k)) for k, item in enumerate(tree)]
+    return tree
+
+
+def _part(tree: Any, entry: _Entry, where: tuple[Any, ...], num_rows: int | None) -> Any:
+    """A lazy EventColumns or StatColumns (`num_rows`: the line's events, for its stats)."""
+    kind = tree.get("@t") if isinstance(tree, dict) else None
+    lazy_class = _LAZY_CLASSES.get(kind)  # type: ignore[arg-type]
+    if lazy_class is None:
+        raise ValueError(f"a line's {where[-1]} is a {kind!r}")
+    refs: dict[str, int | None] = {}
+    for name, ref in tree["f"].items():
+        if name not in lazy_class.field_names:
+            raise ValueError(f"{kind}.{name} is not a field")
+        refs[name] = None if ref is None else _array_index(ref, len(entry.arrays))
+    if set(refs) != set(lazy_class.field_names):
+        raise ValueError(f"{kind} misses fields")
+    for index in refs.values():
+        if index is not None and len(entry.arrays.shape(index)) != 1:
+            raise ValueError(f"{kind} column is not one-dimensional")
+    lengths = {entry.arrays.shape(i)[0] for n in lazy_class.same_length
+               if (i := refs.get(n)) is not None}
+    if len(lengths) > 1:
+        raise ValueError(f"{kind} columns of different lengths {sorted(lengths)}")
+    part = _Part(entry, where, refs, lengths.pop() if lengths else 0, num_rows)
+    obj = object.__new__(lazy_class)
+    object.__setattr__(obj, "_part", part)
+    return obj
+
+
+class _Part:
+    """One lazy EventColumns or StatColumns: where its arrays are, read once."""
+
+    def __init__(self, entry: _Entry, where: tuple[Any, ...], refs: dict[str, int | None],
+                 length: int, num_rows: int | None) -> None:
+        self.entry, self.where, self.refs = entry, where, refs
+        self.length, self.num_rows = length, num_rows
+        self.done = False
+        self.lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(self.entry.arrays.nbytes(i) for i in self.refs.values() if i is not None)
+
+    def materialise(self, obj: Any, base: type) -> None:
+        with self.lock:
+            if self.done:
+                return
+            try:
+                plain = base(**{name: None if i is None else self.entry.arrays.get(i)
+                                for name, i in self.refs.items()})
+                cache._check(plain)
+                if self.num_rows is not None:
+                    cache._check_rows(plain, self.num_rows)
+            except ValueError as exc:  # DamagedEntry, or columns that do not fit
+                logger.warning("profile cache: %s of line %s read from the source instead: %s",
+                               self.where[-1], self.where[1:-1], exc)
+                plain = self.entry.decoded_part(self.where)
+                if not isinstance(plain, base) or len(plain) != self.length:  # type: ignore[arg-type]
+                    raise UnreadableProfile(
+                        "the profile file changed while it was read; reload") from exc
+            for f in dataclasses.fields(base):
+                object.__setattr__(obj, f.name, getattr(plain, f.name))
+            self.done = True
+
+
+class _LazyPart:
+    """Mixin of the lazy model classes: a missing field reads the part (module docstring);
+    afterwards the fields are plain attributes, read at full speed."""
+
+    field_names: tuple[str, ...] = ()
+    same_length: tuple[str, ...] = ()
+    _base: type = object
+
+    def __getattr__(self, name: str) -> Any:
+        part = self.__dict__.get("_part")
+        if part is None or name not in self.field_names:
+            raise AttributeError(name)
+        part.materialise(self, self._base)
+        return self.__dict__[name]
+
+    def _unread(self) -> _Part | None:
+        part: _Part | None = self.__dict__.get("_part")
+        return part if part is not None and not part.done else None
+
+    def __len__(self) -> int:
+        part = self._unread()
+        if part is not None:
+            return part.length
+        length: int = self._base.__len__(self)  # type: ignore[attr-defined]
+        return length
+
+    @property
+    def nbytes(self) -> int:
+        part = self._unread()
+        if part is not None:
+            return part.nbytes
+        nbytes: int = self._base.nbytes.fget(self)  # type: ignore[attr-defined]
+        return nbytes
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the plain model class (read first)."""
+        return (self._base, tuple(getattr(self, name) for name in self.field_names))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, self._base):
+            return NotImplemented
+        return all(_same(getattr(self, n), getattr(other, n)) for n in self.field_names)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return bool(a == b)
+
+
+class _LazyEventColumns(_LazyPart, model.EventColumns):
+    field_names = tuple(f.name for f in dataclasses.fields(model.EventColumns))
+    same_length = cache._SAME_LENGTH[model.EventColumns]
+    _base = model.EventColumns
+
+
+class _LazyStatColumns(_LazyPart, model.StatColumns):
+    field_names = tuple(f.name for f in dataclasses.fields(model.StatColumns))
+    same_length = cache._SAME_LENGTH[model.StatColumns]
+    _base = model.StatColumns
+
+
+_LAZY_CLASSES: dict[str, type[_LazyPart]] = {
+    "EventColumns": _LazyEventColumns, "StatColumns": _LazyStatColumns}
+
+
+def is_unread(obj: Any) -> bool:
+    """Whether `obj` is a lazy part not read yet (cache._check leaves it for its first use)."""
+    return isinstance(obj, _LazyPart) and obj._unread() is not None
