@@ -9,7 +9,10 @@ No Python code runs per event on either path.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -60,34 +63,12 @@ def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
     built, unless TB_PROFILE_PURE_DECODER=1. Lines are decoded from slices of `data` itself
     (no copy); only the small rest of each plane goes through protobuf.
     """
-    if not data:
-        raise UnreadableProfile("the file is empty (0 bytes): the capture did not finish writing")
-    if pure is None:
-        pure = _wire is None or os.environ.get(PURE_DECODER_ENV) == "1"
+    pure = _pure(pure)
     view = memoryview(data)
-    try:
-        fields = _scan(view, 0, len(data), pure)
-        if np.any(fields[:, 0] > 4) or np.any(fields[:, 1] != 2):
-            raise UnreadableProfile(
-                "the file is protobuf but not an XSpace (unexpected fields): it is not an "
-                ".xplane.pb written by a profiler"
-            )
-        is_plane = fields[:, 0] == 1
-        head = xplane_pb2.XSpace.FromString(_records(view, fields[~is_plane]))
-        if int(np.count_nonzero(is_plane)) > max_lines():
-            raise UnreadableProfile(
-                f"the file holds {int(np.count_nonzero(is_plane)):,} planes; at most "
-                f"{max_lines():,} are read ({MAX_LINES_ENV} raises the limit): it is not a "
-                "profile a profiler writes")
-        plane_fields = [(row, _scan(view, int(row[3]), int(row[4]), pure))
-                        for row in fields[is_plane]]
-        _check_line_count(plane_fields)
+    with _unreadable_wire():
+        head, plane_fields = _structure(view, pure)
         checkpoint()
-        decoded = [_decode_plane(view, plane, pure) for _, plane in plane_fields]
-    except (ValueError, DecodeError) as exc:
-        raise UnreadableProfile(
-            f"not a readable XSpace ({exc}); the file is truncated or is not an .xplane.pb"
-        ) from exc
+        decoded = [_decode_plane(view, plane, pure) for plane in plane_fields]
     starts = [raw.timestamp_ns for _, lines in decoded for raw in lines if len(raw.metadata_id)]
     origin_ns = min(starts) if starts else 0
     _check_times(decoded, origin_ns)
@@ -101,6 +82,84 @@ def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
         origin_ns=origin_ns,
         decoder="numpy" if pure else "compiled",
     )
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What an XSpace holds besides its events (`outline_xspace`)."""
+
+    hostnames: list[str]
+    errors: list[str]
+    warnings: list[str]
+    planes: list[xplane_pb2.XPlane]  # each without its lines: names, metadata, stats
+    num_events: int
+
+
+def outline_xspace(data: bytes, *, pure: bool | None = None) -> Outline:
+    """The XSpace's planes (metadata tables, no lines), errors, warnings and event count, for
+    the facts a server needs of a host (analysis/host_facts.py) at a fraction of a decode:
+    each line's events are counted from its top-level fields, never decoded (no event
+    columns). The same structural checks as `decode_xspace`; what an event itself holds is
+    left for the decode."""
+    pure = _pure(pure)
+    view = memoryview(data)
+    with _unreadable_wire():
+        head, plane_fields = _structure(view, pure)
+        planes: list[xplane_pb2.XPlane] = []
+        num_events = 0
+        for fields in plane_fields:
+            checkpoint()
+            is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
+            planes.append(_plane_head(view, fields, is_line))
+            for row in fields[is_line]:
+                num_events += _count_events(_scan(view, int(row[3]), int(row[4]), pure))
+    return Outline(list(head.hostnames), list(head.errors), list(head.warnings), planes,
+                   num_events)
+
+
+def _count_events(line_fields: np.ndarray) -> int:
+    """Events of a line from its top-level fields (`events` is field 4, length-delimited)."""
+    return int(np.count_nonzero((line_fields[:, 0] == 4) & (line_fields[:, 1] == 2)))
+
+
+def _pure(pure: bool | None) -> bool:
+    if pure is None:
+        return _wire is None or os.environ.get(PURE_DECODER_ENV) == "1"
+    return pure
+
+
+@contextlib.contextmanager
+def _unreadable_wire() -> Iterator[None]:
+    """Wire errors (a cut or foreign file) as UnreadableProfile."""
+    try:
+        yield
+    except (ValueError, DecodeError) as exc:
+        raise UnreadableProfile(
+            f"not a readable XSpace ({exc}); the file is truncated or is not an .xplane.pb"
+        ) from exc
+
+
+def _structure(view: memoryview, pure: bool) -> tuple[xplane_pb2.XSpace, list[np.ndarray]]:
+    """The XSpace without its planes, and each plane's top-level fields (`_scan`'s rows),
+    after the checks that refuse what no profiler writes."""
+    if not len(view):
+        raise UnreadableProfile("the file is empty (0 bytes): the capture did not finish writing")
+    fields = _scan(view, 0, len(view), pure)
+    if np.any(fields[:, 0] > 4) or np.any(fields[:, 1] != 2):
+        raise UnreadableProfile(
+            "the file is protobuf but not an XSpace (unexpected fields): it is not an "
+            ".xplane.pb written by a profiler"
+        )
+    is_plane = fields[:, 0] == 1
+    head = xplane_pb2.XSpace.FromString(_records(view, fields[~is_plane]))
+    if int(np.count_nonzero(is_plane)) > max_lines():
+        raise UnreadableProfile(
+            f"the file holds {int(np.count_nonzero(is_plane)):,} planes; at most "
+            f"{max_lines():,} are read ({MAX_LINES_ENV} raises the limit): it is not a "
+            "profile a profiler writes")
+    plane_fields = [_scan(view, int(row[3]), int(row[4]), pure) for row in fields[is_plane]]
+    _check_line_count(plane_fields)
+    return head, plane_fields
 
 
 def _scan(view: memoryview, start: int, end: int, pure: bool) -> np.ndarray:
@@ -124,8 +183,8 @@ def max_lines() -> int:
     return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_LINES
 
 
-def _check_line_count(plane_fields: list[tuple[np.ndarray, np.ndarray]]) -> None:
-    count = sum(int(np.count_nonzero((f[:, 0] == 3) & (f[:, 1] == 2))) for _, f in plane_fields)
+def _check_line_count(plane_fields: list[np.ndarray]) -> None:
+    count = sum(int(np.count_nonzero((f[:, 0] == 3) & (f[:, 1] == 2))) for f in plane_fields)
     limit = max_lines()
     if count > limit:
         raise UnreadableProfile(
@@ -137,10 +196,16 @@ def _decode_plane(
     view: memoryview, fields: np.ndarray, pure: bool
 ) -> tuple[xplane_pb2.XPlane, list[_RawLine]]:
     is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
-    plane = xplane_pb2.XPlane.FromString(_records(view, fields[~is_line]))
-    _reject_unknown_fields(plane)
+    plane = _plane_head(view, fields, is_line)
     lines = [_decode_line(view[int(r[3]) : int(r[4])], pure) for r in fields[is_line]]
     return plane, lines
+
+
+def _plane_head(view: memoryview, fields: np.ndarray, is_line: np.ndarray) -> xplane_pb2.XPlane:
+    """The plane's message without its lines (protobuf parses that small rest)."""
+    plane = xplane_pb2.XPlane.FromString(_records(view, fields[~is_line]))
+    _reject_unknown_fields(plane)
+    return plane
 
 
 def _reject_unknown_fields(plane: xplane_pb2.XPlane) -> None:
