@@ -38,9 +38,18 @@ bool per segment; the upper levels (1/4096 of the events) are built on load.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
+
+try:  # optional: built with the package when a C compiler is there (setup.py)
+    from tb_profile_plugin.trace import _lod  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - the numpy fallback is the reference
+    _lod = None
+
+#: Set to "1" to use the numpy search even when the compiled one is built (tests compare).
+PURE_LOD_ENV = "TB_PROFILE_PURE_LOD"
 
 _FANOUT_BITS = 6
 FANOUT = 1 << _FANOUT_BITS
@@ -118,9 +127,11 @@ def _column(start_ps: np.ndarray, a_ps: int, pixel_ps: float) -> np.ndarray:
 
 
 def _unique(values: np.ndarray) -> np.ndarray:
-    """The distinct values, ascending (a sort, quick on the nearly sorted inputs here, and a
-    comparison with the neighbour: numpy's hash-based `unique` costs more at these sizes)."""
-    values = np.sort(values)
+    """The distinct values, ascending (a stable sort, timsort: the inputs here are a few
+    sorted runs one after another, which it merges in linear time, 10x faster than the
+    default quicksort on 180k positions; and a comparison with the neighbour: numpy's
+    hash-based `unique` costs more at these sizes)."""
+    values = np.sort(values, kind="stable")
     if len(values) < 2:
         return values
     keep = np.empty(len(values), bool)
@@ -137,27 +148,46 @@ def _ranges(first: np.ndarray, last: np.ndarray) -> np.ndarray:
 
 
 def _breaks(
-    start_ps: np.ndarray, end_ps: np.ndarray, levels: list[np.ndarray], lo: int, hi: int,
-    pixel_ps: float, threshold: float,
+    start_ps: np.ndarray, end_ps: np.ndarray, levels: list[np.ndarray], lo: np.ndarray,
+    hi: np.ndarray, pixel_ps: float, threshold: float,
 ) -> np.ndarray:
-    """Positions in [lo, hi) of events at least a pixel wide or after a gap of more than a
-    pixel (the rule's own comparisons), found by descending the block maxima from the top
+    """Positions in the ranges [lo[k], hi[k]) of events at least a pixel wide or after a gap of
+    more than a pixel from the previous event of their range (the rule's own comparisons),
+    ascending, found by descending the block maxima from the top for every range at once
     (blocks whose maximum is below `threshold` hold none of them)."""
     top = len(levels)
     shift = _FANOUT_BITS * top
-    nodes = np.arange(lo >> shift, ((hi - 1) >> shift) + 1, dtype=np.int64)
+    first, last = lo >> shift, (hi - 1) >> shift
+    nodes = _ranges(first, last)
+    part = np.repeat(np.arange(len(lo), dtype=np.int64), last - first + 1)
     children = np.arange(FANOUT, dtype=np.int64)
     for level in range(top - 1, -1, -1):
-        nodes = nodes[levels[level][nodes] >= threshold]
+        keep = levels[level][nodes] >= threshold
+        nodes, part = nodes[keep], part[keep]
         nodes = (nodes[:, None] * FANOUT + children).ravel()
+        part = np.repeat(part, FANOUT)
         shift = _FANOUT_BITS * level
-        nodes = nodes[(nodes >= lo >> shift) & (nodes <= (hi - 1) >> shift)]
+        inside = (nodes >= lo[part] >> shift) & (nodes <= (hi[part] - 1) >> shift)
+        nodes, part = nodes[inside], part[inside]
     s, e = start_ps[nodes], end_ps[nodes]
     wide = (e - s) >= pixel_ps
-    later = nodes > lo
+    later = nodes > lo[part]
     gap_break = np.zeros(len(nodes), bool)
     gap_break[later] = ~(s[later] <= end_ps[nodes[later] - 1] + pixel_ps)
     return nodes[wide | gap_break]
+
+
+@dataclass(frozen=True)
+class SegmentsView:
+    """What several segments show in a window (`segments_view`): as `SegmentView`, all
+    ranges together (ascending), with the range each kept event and block belongs to."""
+
+    kept: np.ndarray
+    kept_range: np.ndarray  # int64 position in the ranges given
+    block_first: np.ndarray
+    block_end_ps: np.ndarray
+    block_count: np.ndarray
+    block_range: np.ndarray
 
 
 def segment_view(
@@ -167,37 +197,105 @@ def segment_view(
     """The visible events and density blocks of a disjoint segment's candidates [lo, hi)
     (hi > lo: events whose end reaches a and whose start is at most b), exactly as
     `trace/window.py`'s scan would find them."""
+    view = segments_view(start_ps, end_ps, levels, np.array([lo], np.int64),
+                         np.array([hi], np.int64), a_ps, b_ps, pixel_ps)
+    return SegmentView(view.kept, view.block_first, view.block_end_ps, view.block_count)
+
+
+def segments_view(
+    start_ps: np.ndarray, end_ps: np.ndarray, levels: list[np.ndarray], lo: np.ndarray,
+    hi: np.ndarray, a_ps: int, b_ps: int, pixel_ps: float,
+) -> SegmentsView:
+    """`segment_view` of the candidates [lo[k], hi[k]) of several disjoint segments at once
+    (ascending ranges of different segments, hi > lo): one pass of numpy over all of them
+    (a wide window of the 20M-event "wider" capture has 113 such segments: a loop of numpy
+    calls per segment cost about 1 ms each), but one binary search call per range."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    num = len(lo)
+
+    def range_of(positions: np.ndarray) -> np.ndarray:
+        found: np.ndarray = np.searchsorted(lo, positions, "right") - 1
+        return found
+
     margin = margin_ps(a_ps, b_ps, pixel_ps)
     breaks = _breaks(start_ps, end_ps, levels, lo, hi, pixel_ps, pixel_ps - margin)
     duration = end_ps[breaks] - start_ps[breaks]
     wide = breaks[duration >= pixel_ps]
-    # first event of each pixel column: where the column steps up
-    starts = start_ps[lo:hi]
-    last_column = int(_column(start_ps[hi - 1 : hi], a_ps, pixel_ps)[0])
-    x = a_ps + np.arange(1, last_column + 1, dtype=np.float64) * pixel_ps
-    zone_first = np.searchsorted(starts, np.floor(x - margin).astype(np.int64), "left")
-    zone_end = np.ceil(x + margin).astype(np.int64)
-    # most zones hold no start at all: their last position is their first
-    zone_last = zone_first.copy()
-    crowded = np.flatnonzero(starts[np.minimum(zone_first, len(starts) - 1)] < zone_end)
-    zone_last[crowded] = np.searchsorted(starts, zone_end[crowded], "left")
-    steps = _unique(np.clip(_ranges(zone_first, zone_last), 1, hi - lo - 1)) + lo
-    steps = steps[steps > lo]
+    # first event of each pixel column: where the column steps up; the step into column c is
+    # in the zone of positions whose start lies within the margin of a + c * pixel
+    last_column = np.maximum(_column(start_ps[hi - 1], a_ps, pixel_ps), 0)
+    column = _ranges(np.ones(num, np.int64), last_column)
+    column_range = np.repeat(np.arange(num, dtype=np.int64), last_column)
+    x = a_ps + column.astype(np.float64) * pixel_ps
+    offsets = np.concatenate([[0], np.cumsum(last_column)]).astype(np.int64)
+    zone_first, zone_last = zones(start_ps, lo, hi, offsets, np.floor(x - margin).astype(np.int64),
+                                  np.ceil(x + margin).astype(np.int64))
+    positions = _ranges(zone_first, zone_last)
+    owner = np.repeat(column_range, zone_last - zone_first + 1)
+    steps = _unique(np.clip(positions, lo[owner] + 1, hi[owner] - 1))
+    steps = steps[steps > lo[range_of(steps)]]
     if len(steps):
         steps = steps[_column(start_ps[steps], a_ps, pixel_ps)
                       != _column(start_ps[steps - 1], a_ps, pixel_ps)]
-    kept = _unique(np.concatenate([np.array([lo], np.int64), steps, wide]))
+    kept = _unique(np.concatenate([lo, steps, wide]))
     # density blocks: runs of sub-pixel events between breaks
     after_wide = wide + 1
-    after_wide = after_wide[after_wide < hi]
+    after_wide = after_wide[after_wide < hi[range_of(wide)]]
     after_wide = after_wide[(end_ps[after_wide] - start_ps[after_wide]) < pixel_ps]
-    gap_starts = breaks[(breaks > lo) & (duration < pixel_ps)]
-    first = [after_wide, gap_starts]
-    if end_ps[lo] - start_ps[lo] < pixel_ps:
-        first.append(np.array([lo], np.int64))
-    run_first = _unique(np.concatenate(first))
-    bounds = _unique(np.concatenate([wide, run_first, np.array([hi], np.int64)]))
+    gap_starts = breaks[(breaks > lo[range_of(breaks)]) & (duration < pixel_ps)]
+    narrow_first = lo[(end_ps[lo] - start_ps[lo]) < pixel_ps]
+    run_first = _unique(np.concatenate([after_wide, gap_starts, narrow_first]))
+    bounds = _unique(np.concatenate([wide, run_first, hi]))
     run_next = bounds[np.searchsorted(bounds, run_first, "right")]
     count = run_next - run_first
     block = count >= 2
-    return SegmentView(kept, run_first[block], end_ps[run_next[block] - 1], count[block])
+    block_first = run_first[block]
+    return SegmentsView(kept, range_of(kept), block_first, end_ps[run_next[block] - 1],
+                        count[block], range_of(block_first))
+
+
+def zones(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, offsets: np.ndarray,
+          first_keys: np.ndarray, end_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per range r and each of its zones `offsets[r]:offsets[r + 1]` (first key <= end key),
+    the first positions in [lo[r], hi[r]) whose values are at least the zone's first key and
+    its end key, or hi[r] (`values` sorted within each range): `lo[r] +
+    np.searchsorted(values[lo[r]:hi[r]], key, "left")` for both. The compiled
+    `_lod.first_at_least` predicts each answer from the one before (a window's keys are
+    ascending and about equally far apart), gallops from there and walks to the zone's end
+    (numpy's searchsorted of a 20M-event window's 180k zones cost 25-35 ms, mostly in
+    mispredicted branches and cache misses; 5-10 ms there); this numpy loop, one search call
+    per range, is the fallback and the reference (`PURE_LOD_ENV`)."""
+    first, end = np.empty(len(first_keys), np.int64), np.empty(len(first_keys), np.int64)
+    if _lod is not None and os.environ.get(PURE_LOD_ENV) != "1":
+        _lod.first_at_least(np.ascontiguousarray(values, np.int64), lo, hi, offsets,
+                            np.ascontiguousarray(first_keys, np.int64), first,
+                            np.ascontiguousarray(end_keys, np.int64), end)
+        return first, end
+    for r in np.flatnonzero(np.diff(offsets)).tolist():
+        here = slice(int(offsets[r]), int(offsets[r + 1]))
+        first[here] = lo[r] + np.searchsorted(values[lo[r] : hi[r]], first_keys[here], "left")
+    owner = np.repeat(np.arange(len(lo), dtype=np.int64), np.diff(offsets))
+    return first, _zone_ends(values, first, end_keys, hi[owner])
+
+
+#: Steps `_zone_ends` walks forward before it searches instead.
+_ZONE_STEPS = 4
+
+
+def _zone_ends(values: np.ndarray, first: np.ndarray, end: np.ndarray,
+               hi: np.ndarray) -> np.ndarray:
+    """Per zone, the first position from `first` (below `hi`, or `hi`) whose value is at least
+    `end`. Zones are a few ps wide: most hold no start, a few one or two, so a walk of a few
+    steps finds their ends (a binary search of every zone cost as much again as finding their
+    first positions); the rare longer ones are searched."""
+    last = first.copy()
+    active = np.flatnonzero(last < hi)
+    for _ in range(_ZONE_STEPS):
+        active = active[values[last[active]] < end[active]]
+        if not len(active):
+            return last
+        last[active] += 1
+        active = active[last[active] < hi[active]]
+    for k in active.tolist():  # crowded zones (many events at one instant)
+        last[k] += np.searchsorted(values[last[k] : hi[k]], end[k], "left")
+    return last

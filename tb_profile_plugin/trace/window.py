@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.trace.index import TraceIndex, trace_index
-from tb_profile_plugin.trace.lod import segment_view
+from tb_profile_plugin.trace.lod import segments_view
 from tb_profile_plugin.xspace.model import Profile
 
 #: A window holding at most this many events (per host) is returned whole at any resolution.
@@ -305,17 +305,14 @@ def _by_level_of_detail(
     index: TraceIndex, segments: np.ndarray, lo: np.ndarray, hi: np.ndarray, a_ps: int,
     b_ps: int, pixel_ps: float,
 ) -> tuple[np.ndarray, np.ndarray, DensityBlocks]:
-    """`_scan`'s answer for disjoint segments, from the level of detail (trace/lod.py)."""
-    kept, kept_segment, parts = [], [], []
-    for s in segments.tolist():  # a loop per big (track, depth) in the window
-        view = segment_view(index.start_ps, index.end_ps, index.lod_levels, int(lo[s]),
-                            int(hi[s]), a_ps, b_ps, pixel_ps)
-        kept.append(view.kept)
-        kept_segment.append(np.full(len(view.kept), s, np.int64))
-        parts.append(DensityBlocks(np.full(len(view.block_count), s, np.int64),
-                                   index.start_ps[view.block_first], view.block_end_ps,
-                                   view.block_count, view.block_first))
-    return np.concatenate(kept), np.concatenate(kept_segment), _joined(parts)
+    """`_scan`'s answer for disjoint segments, from the level of detail (trace/lod.py), all
+    segments at once."""
+    view = segments_view(index.start_ps, index.end_ps, index.lod_levels, lo[segments],
+                         hi[segments], a_ps, b_ps, pixel_ps)
+    block_segment = segments[view.block_range].astype(np.int64)
+    return view.kept, segments[view.kept_range].astype(np.int64), DensityBlocks(
+        block_segment, index.start_ps[view.block_first], view.block_end_ps, view.block_count,
+        view.block_first)
 
 
 def _joined(parts: list[DensityBlocks]) -> DensityBlocks:
