@@ -56,6 +56,15 @@ def _processes(trace: TraceSet) -> list[dict[str, Any]]:
     return out
 
 
+def _used_names(name_id: np.ndarray, num_names: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(name_id, return_inverse=True)` for ids below `num_names`, without a sort:
+    a mark per name and a running count (a 180k-event window: ~1 ms instead of ~8 ms)."""
+    present = np.zeros(num_names, bool)
+    present[name_id] = True
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return np.flatnonzero(present), rank[name_id]
+
+
 def _shown(request: ViewRequest) -> tuple[Mapping[str, Profile], list[str]]:
     """The hosts the trace shows (ALL_HOSTS: those the memory bound holds,
     trace/host_budget.py) and the hosts left out."""
@@ -98,7 +107,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         ids = visible.ids
         filtered += visible.num_filtered
         track = index.track_of(ids)
-        used, inverse = np.unique(visible.name_id, return_inverse=True)
+        used, inverse = _used_names(visible.name_id, len(index.names))
         remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
                           for u in used.tolist()], np.int64)
         start = visible.start_ps
@@ -112,7 +121,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         blocks = visible.blocks
         if len(blocks):
             block_track = index.segment_track[blocks.segment]
-            used, inverse = np.unique(visible.block_name_id, return_inverse=True)
+            used, inverse = _used_names(visible.block_name_id, len(index.names))
             remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
                               for u in used.tolist()], np.int64)
             density["pid"].append(h.track_pid[block_track])
