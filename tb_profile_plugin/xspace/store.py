@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tb_profile_plugin import fs
 from tb_profile_plugin.errors import NotFound, UnreadableProfile
-from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace import cache, cache_lazy
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.model import Profile
 
@@ -126,10 +126,19 @@ class ProfileStore:
 
     def _load(self, path: str, size_bytes: int, mtime_ns: int) -> Profile:
         key = cache.cache_key(path, size_bytes, mtime_ns)
-        cached = cache.load(key, self._disk_cache_dir)
+        # Big entries: the lines' columns are read when first used (xspace/cache_lazy.py); a
+        # part found damaged then comes from the file decoded again.
+        cached = cache_lazy.load_lazily(key, self._disk_cache_dir,
+                                        fallback=functools.partial(self._decode, path, key))
         if cached is not None:
             cached.derived.disk_key = (key, self._disk_cache_dir)
             return cached
+        profile = self._decode(path, key)
+        profile.derived.disk_key = (key, self._disk_cache_dir)
+        return profile
+
+    def _decode(self, path: str, key: str) -> Profile:
+        """The file decoded, and its cache entry written off the request's path."""
         data = read_profile_bytes(path)
         try:
             profile = decode_xspace(data)
@@ -139,7 +148,6 @@ class ProfileStore:
             self.decode_count += 1
         del data
         cache.save_later(profile, key, self._disk_cache_dir)  # not on the request's path
-        profile.derived.disk_key = (key, self._disk_cache_dir)
         return profile
 
     def _remember(self, path: str, entry: _Entry) -> None:
