@@ -44,8 +44,11 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
     empty = np.zeros(0, np.int64)
     if not instant.any():
         return empty, empty, empty, empty
+    del instant
     ev = np.flatnonzero(counted)
+    del counted
     ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
+    del ev
     longer = ev_end > ev_start
     # (group, time) as one sortable int64 key: each group's own time span laid end to end
     # (group g's keys are base[g] + time - first[g]; steps rarely overlap, so the keys span
@@ -68,32 +71,52 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
         times, inverse = np.unique(np.concatenate([ev_start, ev_end]), return_inverse=True)
         per_group = len(times) + 1
         shift = np.arange(num_groups, dtype=np.int64) * per_group
-        start_key = shift[ev_group] + inverse[:len(ev)]
-        end_key = shift[ev_group] + inverse[len(ev):]
+        start_key = shift[ev_group] + inverse[:len(ev_start)]
+        end_key = shift[ev_group] + inverse[len(ev_start):]
+        del inverse
+    del ev_end  # from here on only the keys; the instants' own starts are kept below
     last_key = np.full(num_groups, -1, np.int64)
     np.maximum.at(last_key, ev_group, np.maximum(start_key, end_key))
 
-    out: list[tuple[np.ndarray, ...]] = []
+    # The instants (queries) by type, taken before the per-event columns are dropped.
     is_instant = ~longer
+    instant_types = np.unique(ev_type[is_instant])
+    queries_of = {int(t): np.flatnonzero(is_instant & (ev_type == t)) for t in instant_types}
+    del is_instant
+    query_key = {t: start_key[q] for t, q in queries_of.items()}
+    query_group = {t: ev_group[q] for t, q in queries_of.items()}
+    query_start = {t: ev_start[q] for t, q in queries_of.items()}
+    del ev_start, ev_group, queries_of
     # Two sorts for all types; each type then selects from them in one pass (no sort per type).
+    # Sorted by start: the keys, the ends in that order, types and lengths; by end: the keys,
+    # types and lengths (no per-event index kept beyond these).
     by_start = np.argsort(start_key, kind="stable")
+    start_sorted = start_key[by_start]
+    del start_key
+    end_by_start = end_key[by_start]
+    type_by_start, longer_by_start = ev_type[by_start], longer[by_start]
+    del by_start
     by_end = np.argsort(end_key, kind="stable")
-    start_sorted, end_sorted = start_key[by_start], end_key[by_end]
-    type_by_start, type_by_end = ev_type[by_start], ev_type[by_end]
-    longer_by_start, longer_by_end = longer[by_start], longer[by_end]
-    for t in np.unique(ev_type[is_instant]):
-        queries = np.flatnonzero(is_instant & (ev_type == t))
-        x_key = start_key[queries]
+    end_sorted = end_key[by_end]
+    del end_key
+    type_by_end, longer_by_end = ev_type[by_end], longer[by_end]
+    del by_end, ev_type, longer
+
+    out: list[tuple[np.ndarray, ...]] = []
+    for t in instant_types.tolist():
+        x_key = query_key[t]
         # Covered: some longer event of type >= t has start <= x < end (same group: keys of
         # other groups' intervals end below this group's first key).
-        order = by_start[longer_by_start & (type_by_start >= t)]
-        reach = np.maximum.accumulate(end_key[order]) if len(order) else order
-        at = np.searchsorted(start_key[order], x_key, side="right") - 1
+        coverer = longer_by_start & (type_by_start >= t)
+        reach = np.maximum.accumulate(end_by_start[coverer]) if coverer.any() else empty
+        at = np.searchsorted(start_sorted[coverer], x_key, side="right") - 1
+        del coverer
         covered = (at >= 0) & (np.append(reach, -1)[at] > x_key)
-        queries, x_key = queries[~covered], x_key[~covered]
-        if len(queries) == 0:
+        del reach, at
+        x_key = x_key[~covered]
+        if len(x_key) == 0:
             continue
-        q_group = ev_group[queries]
+        q_group = query_group[t][~covered]
         stop_key = np.minimum.reduce([
             last_key[q_group],
             _next_key(end_sorted[longer_by_end & (type_by_end == t)], x_key, "right"),
@@ -103,7 +126,7 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
         # minimum with `last_key` keeps every span inside its own group.
         offset = stop_key - shift[q_group]
         stop_ps = offset if times is None else times[offset]
-        x_ps = ev_start[queries]
+        x_ps = query_start[t][~covered]
         keep = stop_ps > x_ps
         out.append((np.full(int(keep.sum()), t, np.int64), q_group[keep], x_ps[keep],
                     stop_ps[keep]))

@@ -194,16 +194,23 @@ def union_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, num_groups: int) -
         return out
     first = np.ones(len(g), bool)
     first[1:] = g[1:] != g[:-1]
-    # Running max of ends within each group: offset groups so they never interact.
+    # Running max of ends within each group: offset groups so they never interact. In place
+    # where it can be (three columns live at most, not six: this is the step database's peak).
     low = int(s.min())
     span = int(e.max()) - low + 1
-    shifted_end = e - low + g * span
-    running = np.maximum.accumulate(shifted_end)
+    offset = g * span
+    offset -= low
+    running = e + offset
+    np.maximum.accumulate(running, out=running)
     previous = np.empty_like(running)
-    previous[0] = np.iinfo(np.int64).min
     previous[1:] = running[:-1]
-    previous = np.where(first, np.iinfo(np.int64).min, previous - g * span + low)
-    covered = np.maximum(0, e - np.maximum(s, previous))
+    del running
+    previous -= offset  # (the first row of each group is replaced below)
+    del offset
+    previous[first] = np.iinfo(np.int64).min
+    np.maximum(s, previous, out=previous)
+    covered = np.subtract(e, previous, out=previous)
+    np.maximum(covered, 0, out=covered)
     if int(covered.sum()) < 2**53:  # float64 sums of non-negative ints below 2**53 are exact
         return np.bincount(g, weights=covered, minlength=num_groups).astype(np.int64)
     np.add.at(out, g, covered)
