@@ -1,8 +1,10 @@
 """Builds the optional compiled accelerators; everything else is in pyproject.toml.
 
-Both extensions are optional: without a C compiler the package installs and uses their numpy
+Every extension is optional: without a C compiler the package installs and uses their numpy
 versions, which give the same results, only slower: the line decoder
-(tb_profile_plugin/xspace/wire_numpy.py) and the trace's nesting order (trace/depth.py).
+(tb_profile_plugin/xspace/wire_numpy.py), the nesting passes (trace/depth.py and
+analysis/nesting.py: nesting order, depth and parent, ancestor marks, the forest's group
+lowering) and the trace's level-of-detail zone search (trace/lod.py).
 """
 
 from setuptools import Extension, setup
@@ -18,6 +20,12 @@ setup(
         Extension(
             "tb_profile_plugin.trace._nesting",
             sources=["tb_profile_plugin/trace/_nesting.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "tb_profile_plugin.trace._lod",
+            sources=["tb_profile_plugin/trace/_lod.c"],
             optional=True,
             extra_compile_args=["-O3"],
         ),
