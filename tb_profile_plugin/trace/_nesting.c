@@ -25,6 +25,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Doubled close time: 2 * end, or 2 * start + 1 for a zero-length event. */
 static inline int64_t close_of(const int64_t *s, const int64_t *e, Py_ssize_t i) {
@@ -222,147 +223,126 @@ done:
     return result;
 }
 
+/* The climb shared by `under` and `lower_to_ancestors`: every event is settled after its
+ * parent (by `parent`, int64[n], -1 at a root), each chain climbed once, up to the first event
+ * already settled, and settled on the way down by `settle(ctx, event, its parent)`: O(n)
+ * whatever the depth. `state` (n bytes, zeroed) and `stack` (n positions) are scratch.
+ * Returns 0, or -1 for a parent out of range or a cycle. Runs without the GIL. */
+typedef void (*settle_fn)(void *ctx, int64_t event, int64_t up);
+
+static int climb_all(const int64_t *p, Py_ssize_t n, uint8_t *state, int64_t *stack,
+                     settle_fn settle, void *ctx) {
+    enum { NOT_YET = 0, CLIMBING = 1, SETTLED = 2 };
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t top = 0;
+        int64_t j = i;
+        while (state[j] == NOT_YET) {
+            int64_t up = p[j];
+            if (up < 0) {
+                state[j] = SETTLED;  /* a root: nothing above it */
+                break;
+            }
+            if (up >= n) return -1;
+            state[j] = CLIMBING;
+            stack[top++] = j;
+            j = up;
+        }
+        if (state[j] == CLIMBING) return -1;  /* came back to its own chain: a cycle */
+        while (top) {
+            int64_t k = stack[--top];
+            settle(ctx, k, p[k]);
+            state[k] = SETTLED;
+        }
+    }
+    return 0;
+}
+
+/* Runs `climb_all` over parent (int64[n]) with fresh scratch, the GIL released; NULL with the
+ * error set when it fails. */
+static PyObject *climb_checked(const Py_buffer *parent, settle_fn settle, void *ctx) {
+    Py_ssize_t n = parent->len / 8;
+    int64_t *stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    uint8_t *state = (uint8_t *)calloc((size_t)(n ? n : 1), 1);
+    PyObject *result = NULL;
+    if (!stack || !state) {
+        PyErr_NoMemory();
+    } else {
+        int failed;
+        Py_BEGIN_ALLOW_THREADS
+        failed = climb_all((const int64_t *)parent->buf, n, state, stack, settle, ctx);
+        Py_END_ALLOW_THREADS
+        if (failed)
+            PyErr_SetString(PyExc_ValueError, "parent holds an index out of range or a cycle");
+        else
+            result = Py_None;
+    }
+    free(stack);
+    free(state);
+    return result;  /* borrowed None on success: callers build their own answer */
+}
+
+typedef struct {
+    const uint8_t *mask;
+    uint8_t *out;
+} UnderContext;
+
+static void settle_under(void *ctx, int64_t k, int64_t up) {
+    UnderContext *c = (UnderContext *)ctx;
+    c->out[k] = (uint8_t)((c->mask[up] != 0) | c->out[up]);
+}
+
 /* under(mask, parent, out): per event, whether some strict ancestor by `parent` (int64[n], -1
- * at a root) is marked in `mask` (bool/uint8[n]); written into `out` (uint8[n]). Each event's
- * answer is its parent's answer or its parent's mark, so every chain is climbed once up to the
- * first event already answered and answered on the way down: O(n) whatever the depth (analysis/
- * nesting.py's `under` does it level by level in numpy). A parent out of range or a cycle is a
- * ValueError, never a crash or a hang. The GIL is released. */
+ * at a root) is marked in `mask` (bool/uint8[n]); written into `out` (uint8[n]): each event's
+ * answer is its parent's answer or its parent's mark (analysis/nesting.py's `under` does it
+ * level by level in numpy). A parent out of range or a cycle is a ValueError, never a crash
+ * or a hang. */
 static PyObject *under(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer mask, parent, out;
     if (!PyArg_ParseTuple(args, "y*y*w*", &mask, &parent, &out)) return NULL;
     PyObject *result = NULL;
-    int64_t *stack = NULL;
-    Py_ssize_t n = mask.len;
-    if (parent.len != 8 * n || out.len != n) {
+    if (parent.len != 8 * mask.len || out.len != mask.len) {
         PyErr_SetString(PyExc_ValueError, "mask and out must be uint8[n], parent int64[n]");
-        goto done;
+    } else {
+        UnderContext ctx = {(const uint8_t *)mask.buf, (uint8_t *)out.buf};
+        memset(out.buf, 0, (size_t)out.len);
+        result = climb_checked(&parent, settle_under, &ctx);
+        Py_XINCREF(result);
     }
-    stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    if (!stack) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    {
-        const uint8_t *m = (const uint8_t *)mask.buf;
-        const int64_t *p = (const int64_t *)parent.buf;
-        uint8_t *o = (uint8_t *)out.buf;  /* 0, 1: answered; 2: not yet; 3: on the climb */
-        int bad = 0;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) o[i] = 2;
-        for (Py_ssize_t i = 0; i < n && !bad; i++) {
-            Py_ssize_t top = 0;
-            int64_t j = i;
-            while (o[j] == 2) {
-                int64_t up = p[j];
-                if (up < 0) {
-                    o[j] = 0;
-                    break;
-                }
-                if (up >= n) {
-                    bad = 1;
-                    break;
-                }
-                o[j] = 3;
-                stack[top++] = j;
-                j = up;
-            }
-            if (bad || o[j] == 3) {
-                bad = 1;
-                break;
-            }
-            while (top) {
-                int64_t k = stack[--top];
-                int64_t up = p[k];
-                o[k] = (uint8_t)((m[up] != 0) | o[up]);
-            }
-        }
-        Py_END_ALLOW_THREADS
-        if (bad) {
-            PyErr_SetString(PyExc_ValueError, "parent holds an index out of range or a cycle");
-            goto done;
-        }
-    }
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    free(stack);
     PyBuffer_Release(&mask);
     PyBuffer_Release(&parent);
     PyBuffer_Release(&out);
     return result;
 }
 
+typedef struct {
+    int64_t *group;
+    int changed;
+} LowerContext;
+
+static void settle_lower(void *ctx, int64_t k, int64_t up) {
+    LowerContext *c = (LowerContext *)ctx;
+    if (c->group[up] < c->group[k]) {
+        c->group[k] = c->group[up];
+        c->changed = 1;
+    }
+}
+
 /* lower_to_ancestors(group, parent) -> bool: lowers every event's group (int64[n], in place)
  * to the smallest among its own and its ancestors' by `parent` (int64[n], -1 at a root), and
- * says whether any changed. Like `under`: each chain is climbed once, up to the first event
- * already settled, and settled on the way down, so O(n) whatever the depth (analysis/forest.py
- * does it level by level in numpy). A parent out of range or a cycle is a ValueError. */
+ * says whether any changed (analysis/forest.py does it level by level in numpy). A parent out
+ * of range or a cycle is a ValueError. */
 static PyObject *lower_to_ancestors(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer group, parent;
     if (!PyArg_ParseTuple(args, "w*y*", &group, &parent)) return NULL;
     PyObject *result = NULL;
-    int64_t *stack = NULL;
-    uint8_t *state = NULL;
-    Py_ssize_t n = group.len / 8;
     if (group.len % 8 || parent.len != group.len) {
         PyErr_SetString(PyExc_ValueError, "group and parent must be int64[n]");
-        goto done;
+    } else {
+        LowerContext ctx = {(int64_t *)group.buf, 0};
+        if (climb_checked(&parent, settle_lower, &ctx)) result = PyBool_FromLong(ctx.changed);
     }
-    stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    state = (uint8_t *)calloc((size_t)(n ? n : 1), 1);  /* 0: not yet, 1: on the climb, 2: settled */
-    if (!stack || !state) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    {
-        int64_t *g = (int64_t *)group.buf;
-        const int64_t *p = (const int64_t *)parent.buf;
-        int bad = 0, changed = 0;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n && !bad; i++) {
-            Py_ssize_t top = 0;
-            int64_t j = i;
-            while (state[j] == 0) {
-                int64_t up = p[j];
-                if (up < 0) {
-                    state[j] = 2;
-                    break;
-                }
-                if (up >= n) {
-                    bad = 1;
-                    break;
-                }
-                state[j] = 1;
-                stack[top++] = j;
-                j = up;
-            }
-            if (bad || state[j] == 1) {
-                bad = 1;
-                break;
-            }
-            while (top) {
-                int64_t k = stack[--top];
-                int64_t above = g[p[k]];
-                if (above < g[k]) {
-                    g[k] = above;
-                    changed = 1;
-                }
-                state[k] = 2;
-            }
-        }
-        Py_END_ALLOW_THREADS
-        if (bad) {
-            PyErr_SetString(PyExc_ValueError, "parent holds an index out of range or a cycle");
-            goto done;
-        }
-        result = PyBool_FromLong(changed);
-    }
-done:
-    free(stack);
-    free(state);
     PyBuffer_Release(&group);
     PyBuffer_Release(&parent);
     return result;
