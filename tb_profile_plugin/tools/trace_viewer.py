@@ -106,7 +106,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         visible = visible_events(index, a_ps - h.shift_ps, b_ps - h.shift_ps, resolution)
         ids = visible.ids
         filtered += visible.num_filtered
-        track = index.track_of(ids)
+        track = index.segment_track[visible.segment]
         used, inverse = _used_names(visible.name_id, len(index.names))
         remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
                           for u in used.tolist()], np.int64)
@@ -117,7 +117,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         columns["name"].append(remap[inverse.ravel()] if len(ids) else np.zeros(0, np.int64))
         columns["start"].append((start + h.shift_ps) / _PS_PER_US)
         columns["duration"].append((visible.end_ps - start) / _PS_PER_US)
-        columns["depth"].append(index.depth_of(ids))
+        columns["depth"].append(index.segment_depth[visible.segment])
         blocks = visible.blocks
         if len(blocks):
             block_track = index.segment_track[blocks.segment]
@@ -126,7 +126,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
                               for u in used.tolist()], np.int64)
             density["pid"].append(h.track_pid[block_track])
             density["tid"].append(h.track_tid[block_track])
-            density["depth"].append(index.depth_of(blocks.first_id))
+            density["depth"].append(index.segment_depth[blocks.segment])
             density["name"].append(remap[inverse.ravel()])
             density["start"].append((blocks.start_ps + h.shift_ps) / _PS_PER_US)
             density["end"].append((blocks.end_ps + h.shift_ps) / _PS_PER_US)
