@@ -259,9 +259,10 @@ def prefetch(index: TraceIndex) -> None:
 
 
 #: The prefetch starts this long after the first window was answered from the disk cache, so
-#: that it does not slow that answer's document and transfer (on 2 cores at load 2 it did:
-#: 0.05-0.3 s instead of 0.03-0.15 s at 20M events) while the page draws it.
-PREFETCH_DELAY_S = 0.3
+#: that it does not slow that answer's document and transfer (at once, on 2 cores at load 2,
+#: it did: 0.05-0.3 s instead of 0.03-0.15 s at 20M events; a document encoded by the standard
+#: library, as the bench does, takes 0.4 s at 180k events) while the page draws it.
+PREFETCH_DELAY_S = 1.0
 
 
 def save_first_window(index: TraceIndex, key: tuple[int, ...], visible: Visible) -> None:
