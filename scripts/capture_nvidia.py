@@ -27,6 +27,10 @@ Fixtures (all jitted, compiled and warmed up outside the capture):
     No step markers: float32 convolutions and matrix products in a loop, a 64 MiB array sent
     to the GPU and read back, and an on-device copy: memcpys of all three directions beside
     kernels of several libraries (cuDNN, cuBLAS, XLA fusions).
+
+Benchmark capture (``--only jax_nvidia_scale``, not committed): ``SCALE_STEPS`` steps of the
+small block on device-resident batches with CUDA graphs off, about a million events, most of
+them on the GPU or launching GPU work.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ LR = 1e-3
 CONV_CALLS = 5
 DEEP_LAYERS, DEEP_MODEL, DEEP_FF = 6, 1024, 4096
 BIG_COPY_BYTES = 64 * 1024 * 1024
+SCALE_STEPS = int(os.environ.get("NVIDIA_SCALE_STEPS", "10000"))  # about 200 events a step
 
 
 def _transformer(jax: Any, layers: int = 1, model: int = MODEL, ff: int = FF
@@ -168,13 +173,41 @@ def capture_plain(jax: Any, logdir: Path) -> dict[str, Any]:
             "round_trip_equal": bool(np.array_equal(back, big)), "results": results}
 
 
+def capture_scale(jax: Any, logdir: Path) -> dict[str, Any]:
+    """`SCALE_STEPS` steps of the small block on batches already on the GPU, kernels launched
+    one by one (no CUDA graphs): a device-heavy capture of about a million events for
+    scripts/bench.py, never a committed fixture."""
+    params, train_step = _transformer(jax)
+    keys = jax.random.split(jax.random.PRNGKey(SEED), 4)
+    batches = [(jax.random.normal(k, (BATCH, SEQ, MODEL)).astype(jax.numpy.bfloat16),
+                jax.random.normal(k, (BATCH, SEQ, MODEL)) * 0.5) for k in keys]
+    for x, y in batches[:2]:  # compile and warm up outside the capture
+        params, loss = train_step(params, x, y)
+        loss.block_until_ready()
+    with jax.profiler.trace(str(logdir)):
+        for step in range(SCALE_STEPS):
+            x, y = batches[2 + step % 2]
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                params, loss = train_step(params, x, y)
+            if step % 50 == 49:
+                loss.block_until_ready()  # keep the host at most 50 steps ahead
+        loss.block_until_ready()
+    return {"steps": SCALE_STEPS, "batch": BATCH, "seq": SEQ, "model": MODEL,
+            "dtype": "bfloat16", "loss": float(loss)}
+
+
 #: Fixtures, what runs them, and the XLA flags their process starts with.
 FIXTURES = {
     "jax_nvidia_train": (capture_train, ""),
     "jax_nvidia_train_nograph": (capture_train, "--xla_gpu_enable_command_buffer="),
     "jax_nvidia_plain": (capture_plain, ""),
     "jax_nvidia_device_bound": (capture_device_bound, ""),
+    # for the benchmark only (--only jax_nvidia_scale): not in the default set
+    "jax_nvidia_scale": (capture_scale, "--xla_gpu_enable_command_buffer="),
 }
+#: What a plain run captures: the committed fixtures.
+DEFAULT_FIXTURES = ["jax_nvidia_train", "jax_nvidia_train_nograph", "jax_nvidia_plain",
+                    "jax_nvidia_device_bound"]
 
 
 def capture_one(name: str, out: Path, work: Path) -> dict[str, Any]:
@@ -217,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     if devices[0].platform != "gpu":
         print("no GPU visible to JAX:", facts["devices"], file=sys.stderr)
         return 1
-    for name in args.only or list(FIXTURES):
+    for name in args.only or DEFAULT_FIXTURES:
         env = dict(os.environ, XLA_FLAGS=" ".join(
             f for f in (os.environ.get("XLA_FLAGS", ""), FIXTURES[name][1]) if f))
         subprocess.run([sys.executable, __file__, "--out", str(args.out), "--work",

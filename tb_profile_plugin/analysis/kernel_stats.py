@@ -44,6 +44,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.xspace.producers import PlaneKind, hlo_kind, plane_kind
+from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 TENSOR_CORE_PATTERNS = (
     "16816", "c1688", "conv1x1", "conv2d_c1_k1", "dgrad_1x1_stride_2x2", "direct_group",
@@ -171,8 +172,7 @@ def build_kernel_stats(table: EventTable) -> KernelStats:
     keys = np.stack([table.name_id[kernels], details_code[kernels], canon.op_name[kernels],
                      np.where(canon.framework_typed[kernels], canon.op_type[kernels], -1),
                      canon.hlo_op[kernels]], axis=1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
+    unique, inverse = unique_rows(keys)
     duration = table.durations_of(kernels)
     k = len(unique)
     counts = np.bincount(inverse, minlength=k)

@@ -38,6 +38,7 @@ from tb_profile_plugin.xspace.producers import (
     is_accelerator_plane,
     plane_kind,
 )
+from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 IDLE = "IDLE"
 
@@ -265,8 +266,8 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
     op_code = canon.op_name[device_events]
     kernel_code = canon.kernel[device_events]
     pairs = np.stack([op_code, kernel_code], axis=1)
-    unique_pairs, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    key_of_event = inverse.ravel().astype(np.int64)
+    unique_pairs, inverse = unique_rows(pairs)
+    key_of_event = inverse.astype(np.int64)
     first_event = np.zeros(len(unique_pairs), np.int64)
     first_event[key_of_event[::-1]] = np.arange(len(key_of_event))[::-1]
     labels: list[str] = []
@@ -336,8 +337,8 @@ def _op_facts(op_names: list[str], op_of_key: list[str], key_of_event: np.ndarra
     has_flops = np.bincount(target, weights=~np.isnan(canon.flops[events]), minlength=count)
     has_bytes = np.bincount(target, weights=~np.isnan(canon.bytes_accessed[events]),
                             minlength=count)
-    pairs = np.unique(np.stack([target, canon.hlo_op[events], canon.module[events]], axis=1),
-                      axis=0)
+    pairs = unique_rows(np.stack([target, canon.hlo_op[events], canon.module[events]],
+                                 axis=1))[0]
     hlo: dict[int, list[str]] = {}
     module: dict[int, str] = {}
     for t, h, m in pairs.tolist():  # distinct (op, HLO op, module) triples
@@ -370,7 +371,7 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
     if len(events) == 0:
         return host
     pairs = np.stack([canon.module[events], canon.hlo_op[events]], axis=1)
-    uniq, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+    uniq, first, inverse = unique_rows(pairs, return_index=True)
     names = [f"{canon.text(m)}/{canon.text(h)}" if m >= 0 else canon.text(h)
              for m, h in uniq.tolist()]  # per distinct (module, HLO op)
     types = [canon.text(int(c)) for c in canon.op_type[events[first]].tolist()]

@@ -31,7 +31,7 @@ from tb_profile_plugin.xspace.model import (
     StringTable,
 )
 from tb_profile_plugin.xspace.pb import xplane_pb2, xplane_wire_pb2
-from tb_profile_plugin.xspace.schema import StatKind
+from tb_profile_plugin.xspace.schema import PLANES_READ_BY_NAME, StatKind
 
 try:
     from tb_profile_plugin.xspace import _wire  # type: ignore[attr-defined]
@@ -171,8 +171,16 @@ def _scan(view: memoryview, start: int, end: int, pure: bool) -> np.ndarray:
 
 
 def _records(view: memoryview, rows: np.ndarray) -> bytes:
-    """The encoded fields of `rows`, tags included, joined: a message holding just those."""
-    return b"".join(view[int(r[2]) : int(r[4])] for r in rows)
+    """The encoded fields of `rows`, tags included, joined: a message holding just those.
+    Adjacent fields are taken as one slice (a plane's metadata is one run of fields however
+    many entries it holds: no Python step per field)."""
+    if len(rows) == 0:
+        return b""
+    begin, end = rows[:, 2], rows[:, 4]
+    cut = np.flatnonzero(begin[1:] != end[:-1]) + 1
+    starts = begin[np.concatenate([[0], cut])].tolist()
+    ends = end[np.concatenate([cut - 1, [len(rows) - 1]])].tolist()
+    return b"".join(view[a:b] for a, b in zip(starts, ends, strict=True))
 
 
 def max_lines() -> int:
@@ -202,7 +210,11 @@ def _decode_plane(
 
 
 def _plane_head(view: memoryview, fields: np.ndarray, is_line: np.ndarray) -> xplane_pb2.XPlane:
-    """The plane's message without its lines (protobuf parses that small rest)."""
+    """The plane's message without its lines (protobuf parses that small rest); a plane of
+    `PLANES_READ_BY_NAME` with its id and name alone."""
+    named = xplane_pb2.XPlane.FromString(_records(view, fields[fields[:, 0] <= 2]))
+    if named.name in PLANES_READ_BY_NAME:
+        return named
     plane = xplane_pb2.XPlane.FromString(_records(view, fields[~is_line]))
     _reject_unknown_fields(plane)
     return plane

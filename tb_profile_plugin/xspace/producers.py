@@ -94,6 +94,7 @@ from tb_profile_plugin.xspace.schema import (
     TPU_PLANE_PREFIX,
     StatKind,
 )
+from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 
 class PlaneKind(enum.Enum):
@@ -669,19 +670,9 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
     """Per event: what the module's HLO says of it (`HloInstructions.resolve`, one lookup per
     distinct (module, HLO op, kernel)); a library kernel named after no instruction takes its
     module's library precision."""
-    n = len(kernel)
     texts = index.texts
     which = np.where(program >= 0, program, module)
-    span = len(texts) + 1
-    if span ** 3 < 2 ** 62:  # one int64 key per event: a 1-D unique, not a row-wise one
-        packed = ((which + 1) * span + (hlo + 1)) * span + (kernel + 1)
-        packed_distinct, inverse = np.unique(packed, return_inverse=True)
-        distinct = np.stack([packed_distinct // (span * span) - 1,
-                             packed_distinct // span % span - 1,
-                             packed_distinct % span - 1], axis=1)
-    else:
-        distinct, inverse = np.unique(np.stack([which, hlo, kernel], axis=1), axis=0,
-                                      return_inverse=True)
+    distinct, inverse = unique_rows(np.stack([which, hlo, kernel], axis=1))
     op_of = np.full(len(distinct), -1, np.int64)
     hlo_of = distinct[:, 1].copy()
     low_of = np.zeros(len(distinct), bool)
@@ -697,7 +688,6 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
         op_of[k] = index.code(ins.op_name) if ins.op_name else -1
         hlo_of[k] = index.code(ins.name)
         low_of[k] = ins.low_precision
-    inverse = inverse.reshape(n)
     return _FromHlo(op_of[inverse], hlo_of[inverse], low_of[inverse])
 
 
