@@ -36,6 +36,7 @@ from tb_profile_plugin.xspace.producers import (
     kind_of,
     module_display_name,
 )
+from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 #: "No run id / no call" in run-id columns: XLA writes run ids as int32, often negative.
 NO_RUN = np.iinfo(np.int64).min
@@ -128,8 +129,7 @@ def _host_executions(table: EventTable, names: TextIndex) -> Executions:
         return Executions(empty, empty, empty, empty, empty, names.texts, event_execution)
     key = np.stack([table.plane_index[rows].astype(np.int64), canon.module[rows], run_id[rows]],
                    axis=1)
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
+    _, first, inverse = unique_rows(key, return_index=True)
     count = len(first)
     begin = np.full(count, np.iinfo(np.int64).max, np.int64)
     end = np.full(count, np.iinfo(np.int64).min, np.int64)

@@ -45,6 +45,7 @@ from tb_profile_plugin.analysis.profile_cache import profile_forest
 from tb_profile_plugin.analysis.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import CanonicalColumns
+from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 STEPS = "Steps"
 TF_OPS = "TensorFlow Ops"
@@ -111,16 +112,16 @@ def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
     type (TensorFlow, as its own TensorFlow Ops line names them), else the op's name."""
     typed = np.where(canon.framework_typed, canon.op_type, -1)
     pairs = np.stack([canon.op_name, typed], axis=1)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    uniq, inverse = unique_rows(pairs)
     texts = [canon.op_label(n, t) for n, t in uniq.tolist()]  # per distinct op, not event
-    label = inverse.ravel().astype(np.int64)
+    label = inverse.astype(np.int64)
     return np.where(canon.op_name >= 0, label, -1), texts
 
 
 def _tuple_key(*columns: np.ndarray) -> np.ndarray:
     """One dense int64 key per distinct tuple of `columns` (-1 is a value like any other)."""
-    _, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-    return inverse.ravel().astype(np.int64)
+    _, inverse = unique_rows(np.stack(columns, axis=1))
+    return inverse.astype(np.int64)
 
 
 def _spans(table: EventTable, key: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -8,14 +8,21 @@ import pytest
 from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 
-@pytest.mark.parametrize("wide", [False, True], ids=["one key", "records"])
-def test_unique_rows_equals_numpy(wide: bool) -> None:
+@pytest.mark.parametrize("wide", [0, 1, 12], ids=["one key", "ranked", "records"])
+def test_unique_rows_equals_numpy(wide: int) -> None:
+    """`wide` columns hold 64-bit values: one is ranked into the key; twelve (past one int64
+    key even as ranks, at 60 rows) take numpy's record sort."""
     rng = np.random.default_rng(8)
     for _ in range(500):
         n, k = int(rng.integers(0, 60)), int(rng.integers(1, 6))
+        if wide == 12:
+            n = 60
         rows = rng.integers(-1, int(rng.integers(1, 8)), (n, k)).astype(np.int64)
-        if wide and n and k > 1:  # spans whose product passes one int64 key
-            rows[:, :2] = rng.integers(-2**40, 2**40, (n, 2))
+        if wide and n:  # spans whose product passes one int64 key
+            k = max(k, wide)
+            rows = np.concatenate([rng.integers(-2**62, 2**62, (n, wide)),
+                                   rng.integers(-1, 4, (n, k - wide))], axis=1).astype(np.int64)
+            rows[n // 2:, :wide] = rows[: n - n // 2, :wide]  # repeats among the wide values
         unique, first, inverse = np.unique(rows, axis=0, return_index=True,
                                            return_inverse=True)
         got_unique, got_first, got_inverse = unique_rows(rows, return_index=True)
