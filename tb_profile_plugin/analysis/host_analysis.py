@@ -180,8 +180,12 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
             if own_steps is not None:
                 core_steps.append((plane.name, own_steps.steps))
             continue
+        elsewhere = on_device & (table.plane_index != index)  # other devices' events
+        if not elsewhere.any():  # one GPU: its steps are the host's (the same inputs)
+            core_steps.append((plane.name, steps))
+            continue
         own = types.copy()
-        own[on_device & (table.plane_index != index)] = -1  # other GPUs' events
+        own[elsewhere] = -1
         core_steps.append((plane.name, build_step_db(forest, (own, on_device, has_device))))
     framework = detect_framework(profile)
     hotspots = host_hotspots(forest, steps) if host_bound_percent(steps) is not None else ()
