@@ -28,9 +28,10 @@ Fixtures (all jitted, compiled and warmed up outside the capture):
     to the GPU and read back, and an on-device copy: memcpys of all three directions beside
     kernels of several libraries (cuDNN, cuBLAS, XLA fusions).
 
-Benchmark capture (``--only jax_nvidia_scale``, not committed): ``SCALE_STEPS`` steps of the
-small block on device-resident batches with CUDA graphs off, about a million events, most of
-them on the GPU or launching GPU work.
+Benchmark captures (``--only jax_nvidia_scale``, ``--only jax_nvidia_scale_graphs``, not
+committed): ``SCALE_STEPS`` steps of the small block on device-resident batches, with CUDA
+graphs off (about 2M events, most of them on the GPU or launching GPU work) or on (XLA's
+default: kernels replayed inside graphs, named only by their module's HLO).
 """
 
 from __future__ import annotations
@@ -204,6 +205,7 @@ FIXTURES = {
     "jax_nvidia_device_bound": (capture_device_bound, ""),
     # for the benchmark only (--only jax_nvidia_scale): not in the default set
     "jax_nvidia_scale": (capture_scale, "--xla_gpu_enable_command_buffer="),
+    "jax_nvidia_scale_graphs": (capture_scale, ""),  # the same with CUDA graphs (the default)
 }
 #: What a plain run captures: the committed fixtures.
 DEFAULT_FIXTURES = ["jax_nvidia_train", "jax_nvidia_train_nograph", "jax_nvidia_plain",
