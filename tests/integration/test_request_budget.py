@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tb_profile_plugin.analysis.nesting import PURE_NESTING_ENV
 from tb_profile_plugin.xspace.pb import xplane_pb2
 from tests.hostile_corpus import _busy_lines, _mutate
 from tests.integration.conftest import PREFIX, Server, bad_session, start_tensorboard, stop
@@ -53,7 +54,12 @@ def _request_line(run: str, tag: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def server(logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = start_tensorboard(logdir, tmp_path_factory.mktemp("tb_budget"))
+    # The numpy nesting passes: with them this profile's analysis takes seconds, checkpoint
+    # after checkpoint, which is what these tests need. The compiled walks (trace/_nesting.c)
+    # finish the whole overview in under a second, before a client that leaves after one
+    # second could be noticed.
+    running = start_tensorboard(logdir, tmp_path_factory.mktemp("tb_budget"),
+                                env={PURE_NESTING_ENV: "1"})
     yield running
     stop(running)
 
