@@ -499,35 +499,44 @@ def _writable(directory: Path | None) -> tuple[Path, bytes] | None:
 def _write_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.ndarray],
                  directory: Path, secret: bytes) -> Path | None:
     """Writes the entry to a temporary file and renames it into place (readers never see a
-    partial entry); None when it could not be written. Each array's word sums are taken first
-    and kept in the header (`checks`), so that a reader can check one array without the
-    others (`EntryArrays`)."""
+    partial entry); None when it could not be written. Each array's word sums are kept in the
+    header (`checks`), so that a reader can check one array without the others
+    (`EntryArrays`): they are taken as each array is written (one pass over the data), and the
+    header, whose length does not depend on them (16 hex digits each), written again after."""
     table: list[tuple[str, list[int], int]] = []
-    contiguous = [np.ascontiguousarray(array).data.cast("B") for array in arrays]
-    sums = np.array([_word_sums(data) for data in contiguous], np.uint64).reshape(-1, 2)
     offset = 0
     for array in arrays:
         table.append((array.dtype.str, list(array.shape), offset))
         offset += -(-array.nbytes // _ALIGN) * _ALIGN
-    header_bytes = json.dumps(dict(header, arrays=table,
-                                   checks=sums.astype("<u8").tobytes().hex())).encode()
-    data_start = -(-(_PREFIX_BYTES + len(header_bytes)) // _ALIGN) * _ALIGN
-    mac = _mac(secret, key)
+    sums = np.zeros((len(arrays), 2), np.uint64)
+
+    def head_of(sums: np.ndarray) -> bytes:
+        header_bytes = json.dumps(dict(header, arrays=table,
+                                       checks=sums.astype("<u8").tobytes().hex())).encode()
+        data_start = -(-(_PREFIX_BYTES + len(header_bytes)) // _ALIGN) * _ALIGN
+        return (len(header_bytes).to_bytes(8, "little") + header_bytes
+                + b"\0" * (data_start - _PREFIX_BYTES - len(header_bytes)))
+
     tmp_name = ""
     try:
         fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=_TMP_PREFIX, suffix=suffix)
         with os.fdopen(fd, "wb") as out:
             out.write(_MAGIC + b"\0" * _MAC_BYTES)
-            head = (len(header_bytes).to_bytes(8, "little") + header_bytes
-                    + b"\0" * (data_start - _PREFIX_BYTES - len(header_bytes)))
-            mac.update(head)
-            out.write(head)
-            for data in contiguous:
+            placeholder = head_of(sums)
+            out.write(placeholder)
+            for k, array in enumerate(arrays):
+                data = np.ascontiguousarray(array).data.cast("B")
+                sums[k] = _word_sums(data)
                 out.write(data)
                 out.write(b"\0" * (-len(data) % _ALIGN))
+            head = head_of(sums)
+            if len(head) != len(placeholder):
+                raise OSError("the entry's header changed length")
+            mac = _mac(secret, key)
+            mac.update(head)
             mac.update(_digest(offset, sums))
             out.seek(len(_MAGIC))
-            out.write(mac.digest())
+            out.write(mac.digest() + head)
         final = directory / f"{key}{suffix}"
         os.replace(tmp_name, final)
         return final
