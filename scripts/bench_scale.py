@@ -20,7 +20,8 @@ numbers, so a copy is new work, not the same events again.
 Figures, each from a fresh process with empty caches (`TB_PROFILE_CACHE_DIR` off for the
 analysis views, a new empty directory for the trace):
 
-  overview, tensorflow_stats   the view's document from the file on disk (decode included)
+  overview, tensorflow_stats   the view's document from the file on disk (decode included),
+                               encoded as the server encodes it (orjson, json_text.py)
   trace                        the trace viewer's first window (decode, index, window, JSON);
                                then `trace_reopen`: a new process opening the same file from the
                                disk cache the first run wrote, and the same window; `pan_zoom`
@@ -191,14 +192,14 @@ t = time.perf_counter()
 profile = ProfileStore().open(path)
 out = {"open_s": time.perf_counter() - t, "decoder": profile.decoder,
        "events": profile.num_events}
+try:  # what the server sends (orjson); a tree from before json_text.py: the stdlib's
+    from tb_profile_plugin.json_text import json_bytes as serialise
+except ImportError:
+    serialise = json.dumps
 doc = view.build(registry.ViewRequest("bench", "host", {"host": profile}, {}))
-json.dumps(doc, separators=(",", ":"))
+serialise(doc)
 out["s"] = time.perf_counter() - t
 if work == "trace":
-    try:  # what the server sends (orjson); a tree from before json_text.py: the stdlib's
-        from tb_profile_plugin.json_text import json_bytes as serialise
-    except ImportError:
-        serialise = json.dumps
     span = doc["full_timespan_ms"][1]
     slowest = 0.0
     for frac, pos in [(0.99, 0.005), (0.5, 0.25), (0.1, 0.45), (0.1, 0.5), (0.01, 0.3),
