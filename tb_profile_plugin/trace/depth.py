@@ -28,23 +28,18 @@ tests compare both on random tracks) and the fallback.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from tb_profile_plugin.analysis.nesting import stack_nesting, start_order
-
-try:  # the optional compiled pass (setup.py)
-    from tb_profile_plugin.trace import _nesting  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - built wherever a compiler is
-    _nesting = None
-
-#: Set to 1 to use the numpy version even where the compiled one is built.
-PURE_NESTING_ENV = "TB_PROFILE_PURE_NESTING"
+from tb_profile_plugin.analysis.nesting import (  # noqa: F401  (PURE_NESTING_ENV: re-exported)
+    PURE_NESTING_ENV,
+    compiled_pass,
+    stack_nesting,
+    start_order,
+)
 
 
 def compiled_nesting_available() -> bool:
-    return _nesting is not None
+    return compiled_pass(False) is not None
 
 
 def depth_order(start_ps: np.ndarray, end_ps: np.ndarray, *, pure: bool | None = None
@@ -65,20 +60,18 @@ def nesting_order(start_ps: np.ndarray, end_ps: np.ndarray, *, pure: bool | None
     n = len(start_ps)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if pure is None:
-        pure = _nesting is None or os.environ.get(PURE_NESTING_ENV) == "1"
-    pure = pure or n >= 2**31
-    if not pure:
+    compiled = compiled_pass(pure) if n < 2**31 else None
+    if compiled is not None:
         start_ps = np.ascontiguousarray(start_ps, np.int64)
         end_ps = np.ascontiguousarray(end_ps, np.int64)
     # a producer's line is usually in start order already: no sort, no copy
-    ordered = not pure and _nesting.in_start_order(start_ps, end_ps)
+    ordered = compiled is not None and compiled.in_start_order(start_ps, end_ps)
     by_start = None if ordered else start_order(start_ps, end_ps)
     s = start_ps if by_start is None else start_ps[by_start]
     e = end_ps if by_start is None else end_ps[by_start]
-    if not pure:
+    if compiled is not None:
         order = np.empty(n, np.int64)
-        counts = np.array(_nesting.depth_order(np.ascontiguousarray(s), np.ascontiguousarray(e),
+        counts = np.array(compiled.depth_order(np.ascontiguousarray(s), np.ascontiguousarray(e),
                                                order), np.int64)
     else:
         order, counts = _numpy_nesting_order(s, e)
@@ -93,15 +86,16 @@ def nesting_order_into(start_ps: np.ndarray, end_ps: np.ndarray, name_id: np.nda
     None, with nothing written, where that pass does not apply (the numpy version chosen,
     events not in start order): then order and gather as usual."""
     n = len(start_ps)
-    if (_nesting is None or os.environ.get(PURE_NESTING_ENV) == "1" or n >= 2**31
+    compiled = compiled_pass()
+    if (compiled is None or n >= 2**31
             or not all(a.flags.c_contiguous for a in (start_out, end_out, name_out))):
         return None
     start_ps = np.ascontiguousarray(start_ps, np.int64)
     end_ps = np.ascontiguousarray(end_ps, np.int64)
-    if not _nesting.in_start_order(start_ps, end_ps):
+    if not compiled.in_start_order(start_ps, end_ps):
         return None
     order = np.empty(n, np.int64)
-    counts = _nesting.depth_order(start_ps, end_ps, order, np.ascontiguousarray(name_id, np.int32),
+    counts = compiled.depth_order(start_ps, end_ps, order, np.ascontiguousarray(name_id, np.int32),
                                   start_out, end_out, name_out)
     return order, np.array(counts, np.int64)
 
