@@ -12,6 +12,7 @@ A file that cannot be read gives facts whose `failure` is the `ProfileError` say
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tb_profile_plugin import fs
@@ -38,17 +39,19 @@ class HostFacts:
         return self.failure is None
 
 
+def _facts(plane_names: Iterable[str], event_names: Iterable[str], num_events: int,
+           errors: Iterable[str], warnings: Iterable[str]) -> HostFacts:
+    """HostFacts from what a decode or an outline read (messages in order, without repeats)."""
+    return HostFacts(frozenset(plane_names), frozenset(event_names), num_events,
+                     tuple(dict.fromkeys(errors)), tuple(dict.fromkeys(warnings)))
+
+
 def _host_facts(profile: Profile) -> HostFacts:
     """The facts of a decoded profile (metadata tables only, never a pass over events)."""
-    events: set[str] = set()
-    for plane in profile.planes:
-        events.update(plane.event_metadata.names.tolist())
-    return HostFacts(
-        plane_names=frozenset(plane.name for plane in profile.planes),
-        event_names=frozenset(events), num_events=profile.num_events,
-        errors=tuple(dict.fromkeys(profile.errors)),
-        warnings=tuple(dict.fromkeys(profile.warnings)),
-    )
+    return _facts((plane.name for plane in profile.planes),
+                  (name for plane in profile.planes
+                   for name in plane.event_metadata.names.tolist()),
+                  profile.num_events, profile.errors, profile.warnings)
 
 
 #: The facts of a decoded profile, built once and kept with it (every request asks for them).
@@ -78,12 +81,7 @@ def host_facts_file(path: str) -> HostFacts:
             raise UnreadableProfile(f"{fs.basename(path)}: {exc}") from exc
     except (UnreadableProfile, NotFound) as exc:
         return unreadable_facts(exc)
-    events: set[str] = set()
-    for plane in outline.planes:
-        events.update(entry.name for entry in plane.event_metadata.values())
-    return HostFacts(
-        plane_names=frozenset(plane.name for plane in outline.planes),
-        event_names=frozenset(events), num_events=outline.num_events,
-        errors=tuple(dict.fromkeys(outline.errors)),
-        warnings=tuple(dict.fromkeys(outline.warnings)),
-    )
+    return _facts((plane.name for plane in outline.planes),
+                  (entry.name for plane in outline.planes
+                   for entry in plane.event_metadata.values()),
+                  outline.num_events, outline.errors, outline.warnings)
