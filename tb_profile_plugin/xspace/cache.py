@@ -747,9 +747,9 @@ def _word_sums(data: memoryview) -> tuple[int, int]:
 
 
 def _region_digest(view: memoryview, data_start: int) -> bytes:
+    """`_digest` of the whole data region read at once (the same bytes as from its arrays')."""
     region = view[data_start:]
-    total, xor = _word_sums(region)
-    return b"".join(v.to_bytes(8, "little") for v in (len(region), total, xor))
+    return _digest(len(region), np.array([_word_sums(region)], np.uint64))
 
 
 def _parse(data: memoryview, secret: bytes, key: str) -> tuple[dict[str, Any], list[np.ndarray]]:

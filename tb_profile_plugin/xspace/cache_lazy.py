@@ -248,6 +248,5 @@ _LAZY_CLASSES: dict[str, type[_LazyPart]] = {
     "EventColumns": _LazyEventColumns, "StatColumns": _LazyStatColumns}
 
 
-def is_unread(obj: Any) -> bool:
-    """Whether `obj` is a lazy part not read yet (cache._check leaves it for its first use)."""
-    return isinstance(obj, _LazyPart) and obj._unread() is not None
+#: Whether `obj` is a lazy part not read yet (cache._check leaves it for its first use).
+is_unread = cache._unread
