@@ -140,15 +140,24 @@ class EventTable:
         return out
 
     def str_stat_codes(self, stat_name: str) -> tuple[np.ndarray, list[str]]:
-        """A str/ref stat as categorical codes: (code per event, -1 where absent; the texts)."""
-        codes = np.full(len(self), -1, np.int64)
+        """A str/ref stat as categorical codes: (code per event (int32), -1 where absent; the
+        texts). Read-only where no line has the stat (one shared -1, no column)."""
+        codes: np.ndarray | None = None
         index = TextIndex()
         for k, (plane, line) in enumerate(self.lines):
+            stat_id = plane.stat_metadata.id_of(stat_name)
+            if stat_id is None:
+                continue
             lo, hi = int(self.line_bounds[k]), int(self.line_bounds[k + 1])
-            local, texts = str_codes(line.stats, plane.stat_metadata.id_of(stat_name), hi - lo,
-                                     plane)
+            local, texts = str_codes(line.stats, stat_id, hi - lo, plane)
             if texts:
-                codes[lo:hi] = index.codes(texts)[local]
+                if codes is None:
+                    codes = np.full(len(self), -1, np.int32)
+                # The shared codes, -1 at the end for a local -1 ("wrap": no buffered copy).
+                np.take(index.codes(texts).astype(np.int32), local, out=codes[lo:hi],
+                        mode="wrap")
+        if codes is None:
+            return np.broadcast_to(np.int32(-1), (len(self),)), index.texts
         return codes, index.texts
 
     @property

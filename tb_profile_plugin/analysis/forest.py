@@ -155,8 +155,12 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
         return _producer_forest(table, nesting, table.int_stat("group_id"))
     n = len(table)
     is_async = table.stat_rows("_a")
-    parent = nesting.parent.copy()
-    parent[is_async.rows[is_async.values > 0]] = -1
+    async_rows = is_async.rows[is_async.values > 0]
+    parent = nesting.parent
+    if len(async_rows):  # (a copy only where some event is async: 8 bytes per event)
+        parent = parent.copy()
+        parent[async_rows] = -1
+    del is_async, async_rows
 
     links = _cross_thread_links(table)
     roots, rule = _find_roots(table, nesting)
@@ -183,14 +187,18 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
             break
 
     _adopt_tracer_launches(table, roots, group, links)
-    grouped = group != _NONE
+    del parent, down
+    ungrouped = group == _NONE
     # Ranks in use, renumbered densely in order (ranks < len(roots): a bincount, no sort).
-    present = np.zeros(len(roots), bool)
-    present[group[grouped]] = True
-    ranks = np.flatnonzero(present)
+    # The group column becomes the group ids in place (no second column of every event).
+    group[ungrouped] = len(roots)
+    present = np.zeros(len(roots) + 1, bool)
+    present[group] = True
+    ranks = np.flatnonzero(present[:-1])
     dense = np.cumsum(present) - 1
-    group_id = np.full(n, -1, np.int64)
-    group_id[grouped] = dense[group[grouped]]
+    dense[-1] = -1
+    del ungrouped, present
+    group_id = np.take(dense, group, out=group, mode="clip")  # every index is in range
     root_event = roots[ranks]
     step_num = _step_numbers(table, nesting, root_event, rule)
     return Forest(table, nesting, group_id, root_event, step_num, rule if len(roots) else "none")

@@ -131,13 +131,15 @@ def _device_name_type(name: str) -> int:
 
 
 def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(event type per event, -1 unclassified / -2 marker; device mask; has_device).
+    """(event type per event (int8), -1 unclassified / -2 marker; device mask; has_device).
     `grouped_only`: events outside every group are unclassified (-1)."""
     table = forest.table
     on_device = table.on_device
     has_device = bool(on_device.any())
-    host_types = np.array([_host_name_type(n, has_device) for n in table.names], np.int64)
-    device_types = np.array([_device_name_type(n) for n in table.names], np.int64)
+    # int8: 14 types and two negative codes; one byte per event instead of eight (the types
+    # are held through the step database and the op tables: 70 MB less at 10M events).
+    host_types = np.array([_host_name_type(n, has_device) for n in table.names], np.int8)
+    device_types = np.array([_device_name_type(n) for n in table.names], np.int8)
     types = np.where(on_device, device_types[table.name_id], host_types[table.name_id])
     if has_device:
         launch = (~on_device) & (table.int_stat("correlation_id") >= 0) & (types >= 0)
@@ -269,10 +271,18 @@ def _enclosed_by_own_kind(ev: np.ndarray, types: np.ndarray, groups: np.ndarray,
     instant's span before the parent's own start or end would give the same union
     (analysis/instant_spans.py). Dropping them leaves the outermost events of each kind,
     a few percent of a real profile's events."""
-    up = parent[ev]
-    has = up >= 0
-    up = np.where(has, up, 0)
-    return has & (groups[up] == groups[ev]) & (types[up] >= types[ev])
+    out = np.empty(len(ev), bool)
+    for lo in range(0, len(ev), _CHUNK_EVENTS):  # in chunks: no column of every event
+        part = ev[lo : lo + _CHUNK_EVENTS]
+        up = parent[part]
+        has = up >= 0
+        np.maximum(up, 0, out=up)
+        out[lo : lo + len(part)] = has & (groups[up] == groups[part]) & (types[up] >= types[part])
+    return out
+
+
+#: Events per chunk of a per-event pass that needs no whole column (8 MB of int64 each).
+_CHUNK_EVENTS = 1 << 20
 
 
 @dataclass(frozen=True)

@@ -413,14 +413,13 @@ def str_codes(stats: StatColumns, stat_id: int | None, num_rows: int,
 
     Vectorised: string values are padded into a fixed-width byte matrix and deduplicated with
     numpy, so millions of events cost no Python loop per event. Refs are resolved through the
-    plane's stat metadata names.
+    plane's stat metadata names. Codes are int32 (a line has fewer distinct texts than rows);
+    a line without the stat gets one shared read-only -1, no column.
     """
-    codes = np.full(num_rows, -1, np.int64)
-    if stat_id is None:
-        return codes, []
-    sel = stats.rows_with(stat_id)
-    if len(sel) == 0:
-        return codes, []
+    sel = stats.rows_with(stat_id) if stat_id is not None else None
+    if sel is None or len(sel) == 0:
+        return np.broadcast_to(np.int32(-1), (num_rows,)), []
+    codes = np.full(num_rows, -1, np.int32)
     local = TextIndex()
     rows = stats.row[sel]
     kind = stats.kind[sel]
