@@ -34,6 +34,10 @@ t0 = time.perf_counter()
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.store import ProfileStore
 view = registry.VIEWS["trace_viewer"]
+try:  # what the server sends (orjson; the columns are numpy arrays); an older tree: the stdlib's
+    from tb_profile_plugin.json_text import json_bytes as serialise
+except ImportError:
+    serialise = lambda doc: json.dumps(doc, separators=(",", ":")).encode()
 t = time.perf_counter()
 profile = ProfileStore().open(sys.argv[2])
 t_decode = time.perf_counter() - t
@@ -41,7 +45,7 @@ out = {"import_s": t - t0, "decode_s": t_decode}
 for label in ("cold", "warm"):
     t = time.perf_counter()
     doc = view.build(registry.ViewRequest("bench", "host", {"host": profile}, {}))
-    text = json.dumps(doc, separators=(",", ":"))
+    text = serialise(doc)
     out[f"first_window_{label}_s"] = time.perf_counter() - t + (t_decode if label == "cold" else 0)
 out["first_window_kb"] = len(text) // 1024
 out["returned_events"] = doc["returned_events"]
@@ -54,7 +58,7 @@ for frac, pos in [(0.99, 0.005), (0.5, 0.25), (0.1, 0.45), (0.1, 0.5), (0.01, 0.
     t = time.perf_counter()
     doc = view.build(registry.ViewRequest("bench", "host", {"host": profile},
         {"start_time_ms": str(a), "end_time_ms": str(b), "resolution": "1600"}))
-    text = json.dumps(doc, separators=(",", ":"))
+    text = serialise(doc)
     queries.append({"window_ms": [round(a, 3), round(b, 3)],
                     "ms": round((time.perf_counter() - t) * 1000, 1),
                     "returned": doc["returned_events"], "filtered": doc["filtered_events"],

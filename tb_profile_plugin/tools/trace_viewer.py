@@ -65,6 +65,17 @@ def _used_names(name_id: np.ndarray, num_names: int) -> tuple[np.ndarray, np.nda
     return np.flatnonzero(present), rank[name_id]
 
 
+def _column(parts: list[np.ndarray], dtype: type = np.int64) -> np.ndarray:
+    """One column of the document: the hosts' parts joined, as a contiguous int64 or float64
+    array. The document keeps numpy columns, not lists: json_text.py hands them to orjson,
+    which writes the same numbers as for Python ints and floats (the same shortest round-trip
+    text) without 10^5-10^6 Python objects first (a 180k-event window of 20M wider: `tolist`
+    25 ms and the encoding of the lists 18 ms, against ~15 ms for the arrays)."""
+    if not parts:
+        return np.zeros(0, dtype)
+    return np.ascontiguousarray(np.concatenate(parts), dtype)
+
+
 def _shown(request: ViewRequest) -> tuple[Mapping[str, Profile], list[str]]:
     """The hosts the trace shows (ALL_HOSTS: those the memory bound holds,
     trace/host_budget.py) and the hosts left out."""
@@ -132,19 +143,16 @@ def build(request: ViewRequest) -> dict[str, Any]:
             density["end"].append((blocks.end_ps + h.shift_ps) / _PS_PER_US)
             density["count"].append(blocks.count)
 
-    def cat(key: str) -> list[Any]:
-        return np.concatenate(columns[key]).tolist() if columns[key] else []
-
-    events = {"id": cat("id"), "pid": cat("pid"), "tid": cat("tid"), "name": cat("name"),
-              "start_us": cat("start"), "duration_us": cat("duration"), "depth": cat("depth")}
-
-    def block_column(key: str) -> list[Any]:
-        return np.concatenate(density[key]).tolist() if density[key] else []
-
-    blocks_doc = {"pid": block_column("pid"), "tid": block_column("tid"),
-                  "depth": block_column("depth"), "name": block_column("name"),
-                  "start_us": block_column("start"), "end_us": block_column("end"),
-                  "count": block_column("count")}
+    events = {"id": _column(columns["id"]), "pid": _column(columns["pid"]),
+              "tid": _column(columns["tid"]), "name": _column(columns["name"]),
+              "start_us": _column(columns["start"], np.float64),
+              "duration_us": _column(columns["duration"], np.float64),
+              "depth": _column(columns["depth"])}
+    blocks_doc = {"pid": _column(density["pid"]), "tid": _column(density["tid"]),
+                  "depth": _column(density["depth"]), "name": _column(density["name"]),
+                  "start_us": _column(density["start"], np.float64),
+                  "end_us": _column(density["end"], np.float64),
+                  "count": _column(density["count"])}
     diagnostics = Diagnostics()
     for h in trace.hosts:
         for error in dict.fromkeys(h.index.profile.errors):

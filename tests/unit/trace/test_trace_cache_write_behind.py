@@ -6,7 +6,6 @@ in two halves (`cache._read_all`): whole, or a miss when the file changed size."
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace.index import trace_index
@@ -58,7 +58,7 @@ def test_the_first_window_is_answered_before_the_entries_are_written(
     built: list[int] = []
     monkeypatch.setattr(index_module, "build_index", lambda p: built.append(1))
     store = ProfileStore()
-    assert json.dumps(_window(store)) == json.dumps(first)
+    assert json_text(_window(store)) == json_text(first)
     assert store.decode_count == 0 and built == []  # both read back from the disk cache
     assert trace_index(store.open(str(CAPTURE))).profile.decoder == "cache"
 

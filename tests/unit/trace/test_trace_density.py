@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
+from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace.index import build_index
 from tb_profile_plugin.trace.window import density_blocks, visible_events
@@ -62,9 +65,9 @@ def test_document_carries_the_blocks_in_row_order(monkeypatch) -> None:  # type:
     from tb_profile_plugin.trace import window
 
     monkeypatch.setattr(window, "UNFILTERED_MAX_EVENTS", 0)
-    doc = registry.VIEWS["trace_viewer"].build(registry.ViewRequest(
+    doc = json.loads(json_text(registry.VIEWS["trace_viewer"].build(registry.ViewRequest(
         "r", "h", {"h": dense_profile()},
-        {"start_time_ms": "0", "end_time_ms": "0.0007", "resolution": "70"}))
+        {"start_time_ms": "0", "end_time_ms": "0.0007", "resolution": "70"}))))
     density = doc["density"]
     assert density["count"] == [30]
     assert density["start_us"] == [0.1] and density["end_us"] == [0.1291]

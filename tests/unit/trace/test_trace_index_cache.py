@@ -6,12 +6,12 @@ starts out of order, ties) against a brute-force count."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace import index_cache
@@ -81,7 +81,7 @@ def test_reopen_loads_the_index_and_answers_the_same(
     second_store = ProfileStore()
     again = [_window(second_store, path, **w) for w in windows]
     assert built == []  # loaded, not built
-    assert json.dumps(again) == json.dumps(first)
+    assert json_text(again) == json_text(first)
     loaded = trace_index(second_store.open(str(path)))
     assert loaded.profile.decoder == "cache"
     assert not loaded.start_ps.flags.writeable  # the file's bytes, not a copy
@@ -147,12 +147,12 @@ def test_a_bad_index_entry_is_a_miss_built_again(
         _forge_other_file(entry, key)
     built = _no_build(monkeypatch)
     store = ProfileStore()
-    assert json.dumps(_window(store, path)) == json.dumps(expected)
+    assert json_text(_window(store, path)) == json_text(expected)
     assert built == [1]  # a miss: built again
     _same(trace_index(store.open(str(path))), build_index(store.open(str(path))))
     # and written again: the next process loads it
     again = _no_build(monkeypatch)
-    assert json.dumps(_window(ProfileStore(), path)) == json.dumps(expected)
+    assert json_text(_window(ProfileStore(), path)) == json_text(expected)
     assert again == []
 
 

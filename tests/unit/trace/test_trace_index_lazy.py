@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace import index_cache
@@ -36,7 +37,7 @@ def lazy_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _window(store: ProfileStore, **params: str) -> str:
     profile = store.open(str(CAPTURE))
-    return json.dumps(registry.VIEWS["trace_viewer"].build(
+    return json_text(registry.VIEWS["trace_viewer"].build(
         registry.ViewRequest("r", "h", {"h": profile}, params)))
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from tb_profile_plugin.errors import BadRequest
+from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace import window
 from tb_profile_plugin.trace.depth import depth_order
@@ -37,8 +40,9 @@ def names_of(index, ids) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def doc(profile: Profile, **params: str) -> dict:
-    return registry.VIEWS["trace_viewer"].build(
-        registry.ViewRequest("r", "h", {"h": profile}, params))
+    """The window's document as the client reads it (the JSON the server sends)."""
+    return json.loads(json_text(registry.VIEWS["trace_viewer"].build(
+        registry.ViewRequest("r", "h", {"h": profile}, params))))
 
 
 def test_tracks_sorted_and_depths() -> None:

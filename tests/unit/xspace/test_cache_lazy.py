@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace import cache, cache_lazy
 from tb_profile_plugin.xspace.store import ProfileStore
@@ -34,8 +35,8 @@ def lazy_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _docs(store: ProfileStore) -> str:
     profile = store.open(str(CAPTURE))
-    return json.dumps({view: registry.VIEWS[view].build(
-        registry.ViewRequest("r", "h", {"h": profile}, {})) for view in VIEWS}, sort_keys=True)
+    return json_text({view: registry.VIEWS[view].build(
+        registry.ViewRequest("r", "h", {"h": profile}, {})) for view in VIEWS})
 
 
 def _written(directory: Path) -> tuple[str, Path]:
