@@ -59,11 +59,11 @@ class EventTable:
     profile: Profile
     lines: list[tuple[Plane, Line]]
     line_bounds: np.ndarray  # int64, len(lines) + 1
-    plane_index: np.ndarray  # int32 (index into profile.planes)
-    line_index: np.ndarray  # int32 (index into self.lines)
+    plane_index: np.ndarray  # int8/16/32, the narrowest that holds every plane index
+    line_index: np.ndarray  # int8/16/32 (index into self.lines), likewise
     start_ps: np.ndarray  # int64
     end_ps: np.ndarray  # int64
-    name_id: np.ndarray  # int64 (index into self.names)
+    name_id: np.ndarray  # int32 (index into self.names)
     names: list[str]  # profile-wide unique event names
     _stat_cache: dict[tuple[str, str, int], np.ndarray] = field(default_factory=dict)
     _canonical: CanonicalColumns | None = None
@@ -183,6 +183,19 @@ class EventTable:
         return device[self.plane_index]
 
 
+#: Events per chunk where a line's column is converted through int64 temporaries (8 MB each).
+_CHUNK_EVENTS = 1 << 20
+
+
+def _index_dtype(count: int) -> type[np.signedinteger]:
+    """The narrowest signed integer type for indices below `count`: a per-event plane or line
+    index costs 1 byte on a host of a few dozen threads, not 4."""
+    for dtype in (np.int8, np.int16):
+        if count <= np.iinfo(dtype).max:
+            return dtype
+    return np.int32
+
+
 def build_event_table(profile: Profile, plane_filter: object = None) -> EventTable:
     """The flat table of `profile`'s events on non-derived lines (of planes passing the filter)."""
     chosen: list[tuple[int, Plane, Line]] = []
@@ -200,7 +213,7 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
     # Each line is written straight into the table's columns: no per-line parts joined later
     # (at 10M events each join is a second copy of a column).
     total = int(bounds[-1])
-    name_id = np.empty(total, np.int64)
+    name_id = np.empty(total, np.int32)  # (a profile has far fewer than 2^31 names)
     start = np.empty(total, np.int64)
     end = np.empty(total, np.int64)
     name_index: dict[str, int] = {}
@@ -212,7 +225,10 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
     for k, (p_index, plane, line) in enumerate(chosen):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         meta = plane.event_metadata
-        name_id[lo:hi] = meta.rows_of(line.events.metadata_id)
+        metadata_id = line.events.metadata_id
+        for at in range(0, hi - lo, _CHUNK_EVENTS):  # (rows_of's int64 temporaries: a chunk)
+            part = slice(lo + at, min(hi, lo + at + _CHUNK_EVENTS))
+            name_id[part] = meta.rows_of(metadata_id[at : at + _CHUNK_EVENTS])
         used = used_of.setdefault(p_index, np.zeros(len(meta.ids) + 1, bool))
         used[name_id[lo:hi]] = True  # -1 marks the last slot
         start[lo:hi] = line.events.start_ps
@@ -221,13 +237,14 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
     for p_index, used in used_of.items():
         meta = profile.planes[p_index].event_metadata
         rows = np.flatnonzero(used[:-1])
-        local_ids = np.full(len(meta.ids) + 1, -1, np.int64)
+        local_ids = np.full(len(meta.ids) + 1, -1, np.int32)
         local_ids[rows] = [name_index.setdefault(meta.names[r], len(name_index))
                            for r in rows.tolist()]
         local_ids_of[p_index] = local_ids
     for k, (p_index, _, _) in enumerate(chosen):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
-        np.take(local_ids_of[p_index], name_id[lo:hi], out=name_id[lo:hi])  # -1: the last
+        # -1 takes the last slot (-1); "wrap" writes in place without a buffered copy.
+        np.take(local_ids_of[p_index], name_id[lo:hi], out=name_id[lo:hi], mode="wrap")
     names = list(name_index)
     unknown = "<unknown event metadata>"
     if np.any(name_id < 0):
@@ -237,8 +254,9 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
         profile=profile,
         lines=[(plane, line) for _, plane, line in chosen],
         line_bounds=bounds,
-        plane_index=np.repeat(np.array([p for p, _, _ in chosen], np.int32), counts),
-        line_index=np.repeat(np.arange(len(chosen), dtype=np.int32), counts),
+        plane_index=np.repeat(np.array([p for p, _, _ in chosen], _index_dtype(len(profile.planes))),
+                              counts),
+        line_index=np.repeat(np.arange(len(chosen), dtype=_index_dtype(len(chosen))), counts),
         start_ps=start,
         end_ps=end,
         name_id=name_id,

@@ -71,7 +71,7 @@ class Forest:
 
     table: EventTable
     nesting: Nesting
-    group_id: np.ndarray  # int64 per event, -1 outside every group
+    group_id: np.ndarray  # int32 per event, -1 outside every group
     root_event: np.ndarray  # int64 per group: the event that roots it
     step_num: np.ndarray  # int64 per group
     root_rule: str  # "producer", "loop", "marker", "legacy", "keras" or "none"
@@ -198,7 +198,9 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
     dense = np.cumsum(present) - 1
     dense[-1] = -1
     del ungrouped, present
-    group_id = np.take(dense, group, out=group, mode="clip")  # every index is in range
+    np.take(dense, group, out=group, mode="clip")  # every index is in range
+    group_id = group.astype(np.int32)  # (held for the analysis' life: 4 bytes per event)
+    del group
     root_event = roots[ranks]
     step_num = _step_numbers(table, nesting, root_event, rule)
     return Forest(table, nesting, group_id, root_event, step_num, rule if len(roots) else "none")
@@ -277,7 +279,7 @@ def _producer_forest(table: EventTable, nesting: Nesting, producer_group: np.nda
     """The producer's own groups (`group_id` stats), densely renumbered in id order."""
     grouped = np.flatnonzero(producer_group >= 0)
     values, dense = np.unique(producer_group[grouped], return_inverse=True)
-    group_id = np.full(len(table), -1, np.int64)
+    group_id = np.full(len(table), -1, np.int32)
     group_id[grouped] = dense
     num_groups = len(values)
     host = ~table.on_device

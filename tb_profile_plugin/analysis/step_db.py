@@ -200,7 +200,7 @@ def union_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, num_groups: int) -
     # where it can be (three columns live at most, not six: this is the step database's peak).
     low = int(s.min())
     span = int(e.max()) - low + 1
-    offset = g * span
+    offset = np.multiply(g, span, dtype=np.int64)  # (group ids may be int32)
     offset -= low
     running = e + offset
     np.maximum.accumulate(running, out=running)
@@ -310,7 +310,8 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     ev = np.flatnonzero((types >= 0) & (groups >= 0))
     if parent is not None:
         ev = ev[~_enclosed_by_own_kind(ev, types, groups, parent)]
-    ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
+    ev_type, ev_start, ev_end = types[ev], start[ev], end[ev]
+    ev_group = groups[ev].astype(np.int64)  # (the forest's group ids are int32)
     del ev
     # Zero-length events keep their type current until the next end, as the reference's sweep
     # does (analysis/instant_spans.py).

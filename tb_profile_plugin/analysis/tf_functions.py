@@ -47,9 +47,9 @@ def tf_functions(table: EventTable) -> tuple[TfFunction, ...]:
     trace_index = {trace: k for k, trace in enumerate(traces)}
     of_name = np.array([index[p[0]] if p else -1 for p in parsed] + [-1], np.int64)
     trace_of_name = np.array([trace_index[p] if p else -1 for p in parsed] + [-1], np.int64)
-    function = of_name[table.name_id]
-    calls = (function >= 0) & ~table.on_device
-    fn, duration = function[calls], table.durations_of(calls)
+    calls = np.flatnonzero((of_name >= 0)[table.name_id] & ~table.on_device)
+    call_name = table.name_id[calls]  # (no column of every event beyond one mask)
+    fn, duration = of_name[call_name], table.durations_of(calls)
     count = len(functions)
     num = np.bincount(fn, minlength=count)
     total = np.bincount(fn, weights=duration, minlength=count)
@@ -57,7 +57,7 @@ def tf_functions(table: EventTable) -> tuple[TfFunction, ...]:
     high = np.zeros(count, np.int64)
     np.minimum.at(low, fn, duration)
     np.maximum.at(high, fn, duration)
-    called_traces = np.unique(trace_of_name[table.name_id][calls])
+    called_traces = np.unique(trace_of_name[call_name])
     concrete = np.bincount([index[traces[t][0]] for t in called_traces.tolist()],
                            minlength=count)
     all_ps = float(total.sum())
