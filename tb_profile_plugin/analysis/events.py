@@ -254,8 +254,8 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
         profile=profile,
         lines=[(plane, line) for _, plane, line in chosen],
         line_bounds=bounds,
-        plane_index=np.repeat(np.array([p for p, _, _ in chosen], _index_dtype(len(profile.planes))),
-                              counts),
+        plane_index=np.repeat(
+            np.array([p for p, _, _ in chosen], _index_dtype(len(profile.planes))), counts),
         line_index=np.repeat(np.arange(len(chosen), dtype=_index_dtype(len(chosen))), counts),
         start_ps=start,
         end_ps=end,
