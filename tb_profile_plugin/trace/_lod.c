@@ -21,6 +21,22 @@
  * 20M-event window's 180k keys cost 25-35 ms in cache misses). A key smaller than the one
  * before starts again from lo[r], so the answer never depends on the keys' order.
  * The GIL is released.
+ *
+ * breaks_in_blocks(start, end, blocks, part, lo, hi, pixel_ps, out, out_part) -> count
+ *   start, end: int64[n], the index's event columns;
+ *   blocks:  int64[b], ascending ids of blocks of 64 events (positions 64 * id ...) whose
+ *            maximum of duration and gap says they may hold a break;
+ *   part:    int64[b], the range each block is searched for (blocks of a range ascending,
+ *            ranges ascending);
+ *   lo, hi:  int64[k], the ranges;
+ *   pixel_ps: the window's pixel (a float);
+ *   out, out_part: writable int64[64 * b]: the positions p of those blocks inside their range
+ *            whose event is at least a pixel wide, `(double)(end[p] - start[p]) >=
+ *            pixel_ps`, or comes more than a pixel after the previous event of the range,
+ *            `p > lo && !((double)start[p] <= (double)end[p - 1] + pixel_ps)` (the numpy
+ *            rule's own float comparisons), ascending, and their range; returns how many.
+ *   trace/lod.py's `_breaks` gathered every position of those blocks into temporaries (1.2M
+ *   positions for 33k breaks in a 20M-event window: 40 ms); this reads them in order.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -187,11 +203,76 @@ done:
     return result;
 }
 
+static PyObject *breaks_in_blocks(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer start, end, blocks, part, lo, hi, out, out_part;
+    double pixel_ps;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*dw*w*", &start, &end, &blocks, &part, &lo, &hi,
+                          &pixel_ps, &out, &out_part))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n, n_end, b, b_part, k, k_hi, m, m_part;
+    if (!int64_length(&start, "start", &n) || !int64_length(&end, "end", &n_end) ||
+        !int64_length(&blocks, "blocks", &b) || !int64_length(&part, "part", &b_part) ||
+        !int64_length(&lo, "lo", &k) || !int64_length(&hi, "hi", &k_hi) ||
+        !int64_length(&out, "out", &m) || !int64_length(&out_part, "out_part", &m_part))
+        goto done;
+    if (n_end != n || b_part != b || k_hi != k || m != m_part || m < 64 * b) {
+        PyErr_SetString(PyExc_ValueError, "the arrays of breaks_in_blocks do not fit together");
+        goto done;
+    }
+    const int64_t *s = start.buf, *e = end.buf, *block_at = blocks.buf, *part_at = part.buf,
+                  *lo_at = lo.buf, *hi_at = hi.buf;
+    for (Py_ssize_t r = 0; r < k; r++) {
+        if (lo_at[r] < 0 || hi_at[r] < lo_at[r] || hi_at[r] > n) {
+            PyErr_SetString(PyExc_ValueError, "a range lies outside the arrays");
+            goto done;
+        }
+    }
+    for (Py_ssize_t j = 0; j < b; j++) {
+        if (part_at[j] < 0 || part_at[j] >= k || block_at[j] < 0 || block_at[j] > n / 64) {
+            PyErr_SetString(PyExc_ValueError, "a block or its range lies outside the arrays");
+            goto done;
+        }
+    }
+    int64_t *out_at = out.buf, *out_part_at = out_part.buf, count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < b; j++) {
+        int64_t r = part_at[j], first = block_at[j] * 64, last = first + 64;
+        if (first < lo_at[r]) first = lo_at[r];
+        if (last > hi_at[r]) last = hi_at[r];
+        for (int64_t p = first; p < last; p++) {
+            int wide = (double)(e[p] - s[p]) >= pixel_ps;
+            int gap = p > lo_at[r] && !((double)s[p] <= (double)e[p - 1] + pixel_ps);
+            if (wide | gap) {
+                out_at[count] = p;
+                out_part_at[count] = r;
+                count++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(count);
+done:
+    PyBuffer_Release(&start);
+    PyBuffer_Release(&end);
+    PyBuffer_Release(&blocks);
+    PyBuffer_Release(&part);
+    PyBuffer_Release(&lo);
+    PyBuffer_Release(&hi);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&out_part);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"first_at_least", first_at_least, METH_VARARGS,
      "first_at_least(values, lo, hi, offsets, keys, out[, end_keys, end_out]): per key, the "
      "first position of its "
      "range whose value is at least the key (see trace/_lod.c)"},
+    {"breaks_in_blocks", breaks_in_blocks, METH_VARARGS,
+     "breaks_in_blocks(start, end, blocks, part, lo, hi, pixel_ps, out, out_part): the "
+     "positions of wide events and gaps in the given blocks (see trace/_lod.c)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -150,11 +150,14 @@ def _ranges(first: np.ndarray, last: np.ndarray) -> np.ndarray:
 def _breaks(
     start_ps: np.ndarray, end_ps: np.ndarray, levels: list[np.ndarray], lo: np.ndarray,
     hi: np.ndarray, pixel_ps: float, threshold: float,
-) -> np.ndarray:
-    """Positions in the ranges [lo[k], hi[k]) of events at least a pixel wide or after a gap of
-    more than a pixel from the previous event of their range (the rule's own comparisons),
-    ascending, found by descending the block maxima from the top for every range at once
-    (blocks whose maximum is below `threshold` hold none of them)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, range) of the events in the ranges [lo[k], hi[k]) at least a pixel wide or
+    after a gap of more than a pixel from the previous event of their range (the rule's own
+    comparisons), ascending, found by descending the block maxima from the top for every
+    range at once (blocks whose maximum is below `threshold` hold none of them). The last
+    step, the events of the blocks of 64 left, is the compiled `_lod.breaks_in_blocks` when
+    built (in order, no temporaries per position: 20M wider's widest windows keep ~19k
+    blocks, 1.2M positions, for ~33k breaks)."""
     top = len(levels)
     shift = _FANOUT_BITS * top
     first, last = lo >> shift, (hi - 1) >> shift
@@ -164,6 +167,13 @@ def _breaks(
     for level in range(top - 1, -1, -1):
         keep = levels[level][nodes] >= threshold
         nodes, part = nodes[keep], part[keep]
+        if level == 0 and _lod is not None and os.environ.get(PURE_LOD_ENV) != "1":
+            positions = np.empty(len(nodes) * FANOUT, np.int64)
+            ranges = np.empty(len(nodes) * FANOUT, np.int64)
+            count = _lod.breaks_in_blocks(
+                np.ascontiguousarray(start_ps, np.int64), np.ascontiguousarray(end_ps, np.int64),
+                nodes, part, lo, hi, float(pixel_ps), positions, ranges)
+            return positions[:count], ranges[:count]
         nodes = (nodes[:, None] * FANOUT + children).ravel()
         part = np.repeat(part, FANOUT)
         shift = _FANOUT_BITS * level
@@ -174,7 +184,8 @@ def _breaks(
     later = nodes > lo[part]
     gap_break = np.zeros(len(nodes), bool)
     gap_break[later] = ~(s[later] <= end_ps[nodes[later] - 1] + pixel_ps)
-    return nodes[wide | gap_break]
+    found = wide | gap_break
+    return nodes[found], part[found]
 
 
 @dataclass(frozen=True)
@@ -214,13 +225,18 @@ def segments_view(
     num = len(lo)
 
     def range_of(positions: np.ndarray) -> np.ndarray:
-        found: np.ndarray = np.searchsorted(lo, positions, "right") - 1
+        """`np.searchsorted(lo, positions, "right") - 1` for ascending `positions`: where
+        each range starts among them (a search per range, not per position), repeated."""
+        starts = np.searchsorted(positions, lo, "left")
+        counts = np.diff(np.concatenate([[0], starts, [len(positions)]]))
+        found: np.ndarray = np.repeat(np.arange(-1, num, dtype=np.int64), counts)
         return found
 
     margin = margin_ps(a_ps, b_ps, pixel_ps)
-    breaks = _breaks(start_ps, end_ps, levels, lo, hi, pixel_ps, pixel_ps - margin)
+    breaks, breaks_range = _breaks(start_ps, end_ps, levels, lo, hi, pixel_ps, pixel_ps - margin)
     duration = end_ps[breaks] - start_ps[breaks]
-    wide = breaks[duration >= pixel_ps]
+    is_wide = duration >= pixel_ps
+    wide, wide_range = breaks[is_wide], breaks_range[is_wide]
     # first event of each pixel column: where the column steps up; the step into column c is
     # in the zone of positions whose start lies within the margin of a + c * pixel
     last_column = np.maximum(_column(start_ps[hi - 1], a_ps, pixel_ps), 0)
@@ -240,9 +256,9 @@ def segments_view(
     kept = _unique(np.concatenate([lo, steps, wide]))
     # density blocks: runs of sub-pixel events between breaks
     after_wide = wide + 1
-    after_wide = after_wide[after_wide < hi[range_of(wide)]]
+    after_wide = after_wide[after_wide < hi[wide_range]]
     after_wide = after_wide[(end_ps[after_wide] - start_ps[after_wide]) < pixel_ps]
-    gap_starts = breaks[(breaks > lo[range_of(breaks)]) & (duration < pixel_ps)]
+    gap_starts = breaks[(breaks > lo[breaks_range]) & ~is_wide]
     narrow_first = lo[(end_ps[lo] - start_ps[lo]) < pixel_ps]
     run_first = _unique(np.concatenate([after_wide, gap_starts, narrow_first]))
     bounds = _unique(np.concatenate([wide, run_first, hi]))

@@ -51,8 +51,11 @@ def _answers(index, a: int, b: int, resolution: int, lod_on: bool, monkeypatch):
             blocks.first_id.tolist())
 
 
+@pytest.mark.parametrize("pure", ["0", "1"])  # the compiled block scan, and numpy's
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_level_of_detail_equals_the_scan(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_level_of_detail_equals_the_scan(seed: int, pure: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(lod.PURE_LOD_ENV, pure)
     index = build_index(dense_profile(seed))
     assert index.segment_disjoint.any() and not index.segment_disjoint.all()
     rng = np.random.default_rng(seed + 10)
