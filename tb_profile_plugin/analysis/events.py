@@ -76,8 +76,15 @@ class EventTable:
         return self.end_ps - self.start_ps
 
     def durations_of(self, events: np.ndarray) -> np.ndarray:
-        """`duration_ps[events]` without the column of every event (8 bytes each)."""
-        return self.end_ps[events] - self.start_ps[events]
+        """`duration_ps[events]` without the column of every event (8 bytes each), gathered
+        in chunks (no whole gathers of the starts and ends beside the result)."""
+        if events.dtype == bool:
+            events = np.flatnonzero(events)
+        out = np.empty(len(events), np.int64)
+        for lo in range(0, len(events), _CHUNK_EVENTS):
+            part = events[lo : lo + _CHUNK_EVENTS]
+            np.subtract(self.end_ps[part], self.start_ps[part], out=out[lo : lo + len(part)])
+        return out
 
     def names_matching(self, predicate: object) -> np.ndarray:
         """Boolean per name row: predicate(name) (a Python loop over names, not events)."""

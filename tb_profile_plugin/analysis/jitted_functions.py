@@ -84,7 +84,8 @@ def _dispatches(forest: Forest, modules: list[str]) -> tuple[np.ndarray, np.ndar
     A dispatch event inside another of the same call (jaxlib nests them) is not counted."""
     table = forest.table
     index = {name: k for k, name in enumerate(modules)}
-    of_name = np.array([index.get(dispatched_module(n) or "", -1) for n in table.names] + [-1])
+    of_name = np.array([index.get(dispatched_module(n) or "", -1) for n in table.names] + [-1],
+                       np.int32)
     module = of_name[table.name_id]
     parent = forest.nesting.parent
     nested = (parent >= 0) & (module[np.maximum(parent, 0)] == module)

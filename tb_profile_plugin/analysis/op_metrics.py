@@ -125,7 +125,7 @@ def _aggregate(
     smallest = np.full(k, np.iinfo(np.int64).max, np.int64)
     np.add.at(total, key_of_event, duration)
     np.add.at(own, key_of_event, self_time)
-    np.add.at(eager_own, key_of_event, np.where(eager, self_time, 0))
+    np.add.at(eager_own, key_of_event[eager], self_time[eager])  # (no column of zeros)
     np.minimum.at(smallest, key_of_event, duration)
     used = occurrences > 0
     rows = np.flatnonzero(used)

@@ -262,6 +262,21 @@ def build_step_db(
         parent=forest.nesting.parent)
 
 
+def _counted_events(types: np.ndarray, groups: np.ndarray,
+                    parent: np.ndarray | None) -> np.ndarray:
+    """The classified events in a group, less those `_enclosed_by_own_kind` where the nesting
+    is known; found a chunk of events at a time (no index or mask of every event)."""
+    parts = []
+    for lo in range(0, len(types), _CHUNK_EVENTS):
+        hi = min(len(types), lo + _CHUNK_EVENTS)
+        part = np.flatnonzero((types[lo:hi] >= 0) & (groups[lo:hi] >= 0))
+        part += lo
+        if parent is not None:
+            part = part[~_enclosed_by_own_kind(part, types, groups, parent)]
+        parts.append(part)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
 def _enclosed_by_own_kind(ev: np.ndarray, types: np.ndarray, groups: np.ndarray,
                           parent: np.ndarray) -> np.ndarray:
     """Per event of `ev`: its parent (which encloses it on its line) is in the same group with
@@ -271,14 +286,10 @@ def _enclosed_by_own_kind(ev: np.ndarray, types: np.ndarray, groups: np.ndarray,
     instant's span before the parent's own start or end would give the same union
     (analysis/instant_spans.py). Dropping them leaves the outermost events of each kind,
     a few percent of a real profile's events."""
-    out = np.empty(len(ev), bool)
-    for lo in range(0, len(ev), _CHUNK_EVENTS):  # in chunks: no column of every event
-        part = ev[lo : lo + _CHUNK_EVENTS]
-        up = parent[part]
-        has = up >= 0
-        np.maximum(up, 0, out=up)
-        out[lo : lo + len(part)] = has & (groups[up] == groups[part]) & (types[up] >= types[part])
-    return out
+    up = parent[ev]
+    has = up >= 0
+    np.maximum(up, 0, out=up)
+    return has & (groups[up] == groups[ev]) & (types[up] >= types[ev])
 
 
 #: Events per chunk of a per-event pass that needs no whole column (8 MB of int64 each).
@@ -307,9 +318,7 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     same."""
     begin, finish, valid, step_num = spans.begin_ps, spans.finish_ps, spans.valid, spans.step_num
     g_count = len(begin)
-    ev = np.flatnonzero((types >= 0) & (groups >= 0))
-    if parent is not None:
-        ev = ev[~_enclosed_by_own_kind(ev, types, groups, parent)]
+    ev = _counted_events(types, groups, parent)
     ev_type, ev_start, ev_end = types[ev], start[ev], end[ev]
     ev_group = groups[ev].astype(np.int64)  # (the forest's group ids are int32)
     del ev
