@@ -44,6 +44,7 @@ from tb_profile_plugin.analysis.nesting import (
     WALK_LEVELS,
     Nesting,
     ancestor_reduce,
+    compiled_parent,
     compiled_pass,
     compute_nesting,
     nearest_marked,
@@ -218,7 +219,7 @@ def _top_down(parent: np.ndarray, depth: np.ndarray) -> Callable[[np.ndarray], b
     gathers), else numpy one depth level at a time (the reference)."""
     compiled = compiled_pass()
     if compiled is not None:
-        contiguous_parent = np.ascontiguousarray(parent, np.int64)
+        contiguous_parent = compiled_parent(parent)
         return lambda group: bool(compiled.lower_to_ancestors(group, contiguous_parent))
     nested = np.flatnonzero(parent >= 0)
     max_depth = int(depth.max(initial=0))

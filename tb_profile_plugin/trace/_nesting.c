@@ -174,7 +174,7 @@ static PyObject *in_start_order(PyObject *self, PyObject *args) {
 }
 
 /* depth_parent(start, end, depth_out, parent_out[, offset]): the depth (int32[n]) and parent
- * (int64[n]: offset + a position in the input, -1 at top level) of events in start order (start
+ * (int32[n] or int64[n]: offset + a position in the input, -1 at top level) of events in start order (start
  * ascending, longer first), by the same stack as depth_order: an event's parent is the event on top of the stack
  * when it arrives (analysis/nesting.py's rule, numpy there). O(n), the GIL released; the stack
  * holds positions, 8 bytes per level of nesting touched. */
@@ -188,8 +188,13 @@ static PyObject *depth_parent(PyObject *self, PyObject *args) {
     int64_t *stack = NULL;
     Py_ssize_t n;
     if (!int64_buffers(&start, &end, &n)) goto done;
-    if (depth.len != 4 * n || parent.len != 8 * n) {
-        PyErr_SetString(PyExc_ValueError, "depth_out must be int32[n], parent_out int64[n]");
+    if (depth.len != 4 * n || (parent.len != 8 * n && parent.len != 4 * n)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "depth_out must be int32[n], parent_out int32[n] or int64[n]");
+        goto done;
+    }
+    if (parent.len == 4 * n && n && offset + n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "int32 parents cannot hold these positions");
         goto done;
     }
     stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
@@ -200,14 +205,19 @@ static PyObject *depth_parent(PyObject *self, PyObject *args) {
     {
         const int64_t *s = (const int64_t *)start.buf, *e = (const int64_t *)end.buf;
         int32_t *d = (int32_t *)depth.buf;
-        int64_t *p = (int64_t *)parent.buf;
+        int64_t *p64 = parent.len == 8 * n ? (int64_t *)parent.buf : NULL;
+        int32_t *p32 = (int32_t *)parent.buf;
         Py_BEGIN_ALLOW_THREADS
         Py_ssize_t top = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
             int64_t close = close_of(s, e, i);
             while (top && close_of(s, e, stack[top - 1]) < close) top--;
             d[i] = (int32_t)top;
-            p[i] = top ? stack[top - 1] + offset : -1;
+            int64_t up = top ? stack[top - 1] + offset : -1;
+            if (p64)
+                p64[i] = up;
+            else
+                p32[i] = (int32_t)up;
             stack[top++] = i;
         }
         Py_END_ALLOW_THREADS
@@ -224,20 +234,24 @@ done:
 }
 
 /* The climb shared by `under` and `lower_to_ancestors`: every event is settled after its
- * parent (by `parent`, int64[n], -1 at a root), each chain climbed once, up to the first event
+ * parent (by `parent`, int32[n] or int64[n] as `wide` says, -1 at a root), each chain climbed once, up to the first event
  * already settled, and settled on the way down by `settle(ctx, event, its parent)`: O(n)
  * whatever the depth. `state` (n bytes, zeroed) and `stack` (n positions) are scratch.
  * Returns 0, or -1 for a parent out of range or a cycle. Runs without the GIL. */
 typedef void (*settle_fn)(void *ctx, int64_t event, int64_t up);
 
-static int climb_all(const int64_t *p, Py_ssize_t n, uint8_t *state, int64_t *stack,
+static inline int64_t parent_at(const void *p, int wide, int64_t j) {
+    return wide ? ((const int64_t *)p)[j] : (int64_t)((const int32_t *)p)[j];
+}
+
+static int climb_all(const void *p, int wide, Py_ssize_t n, uint8_t *state, int64_t *stack,
                      settle_fn settle, void *ctx) {
     enum { NOT_YET = 0, CLIMBING = 1, SETTLED = 2 };
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t top = 0;
         int64_t j = i;
         while (state[j] == NOT_YET) {
-            int64_t up = p[j];
+            int64_t up = parent_at(p, wide, j);
             if (up < 0) {
                 state[j] = SETTLED;  /* a root: nothing above it */
                 break;
@@ -250,17 +264,18 @@ static int climb_all(const int64_t *p, Py_ssize_t n, uint8_t *state, int64_t *st
         if (state[j] == CLIMBING) return -1;  /* came back to its own chain: a cycle */
         while (top) {
             int64_t k = stack[--top];
-            settle(ctx, k, p[k]);
+            settle(ctx, k, parent_at(p, wide, k));
             state[k] = SETTLED;
         }
     }
     return 0;
 }
 
-/* Runs `climb_all` over parent (int64[n]) with fresh scratch, the GIL released; NULL with the
- * error set when it fails. */
-static PyObject *climb_checked(const Py_buffer *parent, settle_fn settle, void *ctx) {
-    Py_ssize_t n = parent->len / 8;
+/* Runs `climb_all` over parent (n entries of `width` bytes, 4 or 8) with fresh scratch, the
+ * GIL released; NULL with the error set when it fails. */
+static PyObject *climb_checked(const Py_buffer *parent, Py_ssize_t width, settle_fn settle,
+                               void *ctx) {
+    Py_ssize_t n = parent->len / width;
     int64_t *stack = (int64_t *)malloc((size_t)(n ? n : 1) * sizeof(int64_t));
     uint8_t *state = (uint8_t *)calloc((size_t)(n ? n : 1), 1);
     PyObject *result = NULL;
@@ -269,7 +284,7 @@ static PyObject *climb_checked(const Py_buffer *parent, settle_fn settle, void *
     } else {
         int failed;
         Py_BEGIN_ALLOW_THREADS
-        failed = climb_all((const int64_t *)parent->buf, n, state, stack, settle, ctx);
+        failed = climb_all(parent->buf, width == 8, n, state, stack, settle, ctx);
         Py_END_ALLOW_THREADS
         if (failed)
             PyErr_SetString(PyExc_ValueError, "parent holds an index out of range or a cycle");
@@ -291,8 +306,8 @@ static void settle_under(void *ctx, int64_t k, int64_t up) {
     c->out[k] = (uint8_t)((c->mask[up] != 0) | c->out[up]);
 }
 
-/* under(mask, parent, out): per event, whether some strict ancestor by `parent` (int64[n], -1
- * at a root) is marked in `mask` (bool/uint8[n]); written into `out` (uint8[n]): each event's
+/* under(mask, parent, out): per event, whether some strict ancestor by `parent` (int32[n] or
+ * int64[n], -1 at a root) is marked in `mask` (bool/uint8[n]); written into `out` (uint8[n]): each event's
  * answer is its parent's answer or its parent's mark (analysis/nesting.py's `under` does it
  * level by level in numpy). A parent out of range or a cycle is a ValueError, never a crash
  * or a hang. */
@@ -301,12 +316,14 @@ static PyObject *under(PyObject *self, PyObject *args) {
     Py_buffer mask, parent, out;
     if (!PyArg_ParseTuple(args, "y*y*w*", &mask, &parent, &out)) return NULL;
     PyObject *result = NULL;
-    if (parent.len != 8 * mask.len || out.len != mask.len) {
-        PyErr_SetString(PyExc_ValueError, "mask and out must be uint8[n], parent int64[n]");
+    if ((parent.len != 8 * mask.len && parent.len != 4 * mask.len) || out.len != mask.len) {
+        PyErr_SetString(PyExc_ValueError,
+                        "mask and out must be uint8[n], parent int32[n] or int64[n]");
     } else {
         UnderContext ctx = {(const uint8_t *)mask.buf, (uint8_t *)out.buf};
         memset(out.buf, 0, (size_t)out.len);
-        result = climb_checked(&parent, settle_under, &ctx);
+        result = climb_checked(&parent, mask.len ? parent.len / mask.len : 8, settle_under,
+                               &ctx);
         Py_XINCREF(result);
     }
     PyBuffer_Release(&mask);
@@ -329,7 +346,8 @@ static void settle_lower(void *ctx, int64_t k, int64_t up) {
 }
 
 /* lower_to_ancestors(group, parent) -> bool: lowers every event's group (int64[n], in place)
- * to the smallest among its own and its ancestors' by `parent` (int64[n], -1 at a root), and
+ * to the smallest among its own and its ancestors' by `parent` (int32[n] or int64[n], -1 at a
+ * root), and
  * says whether any changed (analysis/forest.py does it level by level in numpy). A parent out
  * of range or a cycle is a ValueError. */
 static PyObject *lower_to_ancestors(PyObject *self, PyObject *args) {
@@ -337,11 +355,13 @@ static PyObject *lower_to_ancestors(PyObject *self, PyObject *args) {
     Py_buffer group, parent;
     if (!PyArg_ParseTuple(args, "w*y*", &group, &parent)) return NULL;
     PyObject *result = NULL;
-    if (group.len % 8 || parent.len != group.len) {
-        PyErr_SetString(PyExc_ValueError, "group and parent must be int64[n]");
+    if (group.len % 8 || (parent.len != group.len && 2 * parent.len != group.len)) {
+        PyErr_SetString(PyExc_ValueError, "group must be int64[n], parent int32[n] or int64[n]");
     } else {
         LowerContext ctx = {(int64_t *)group.buf, 0};
-        if (climb_checked(&parent, settle_lower, &ctx)) result = PyBool_FromLong(ctx.changed);
+        Py_ssize_t width = parent.len == group.len ? 8 : 4;
+        if (climb_checked(&parent, width, settle_lower, &ctx))
+            result = PyBool_FromLong(ctx.changed);
     }
     PyBuffer_Release(&group);
     PyBuffer_Release(&parent);
