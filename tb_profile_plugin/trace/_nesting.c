@@ -2,13 +2,15 @@
  * (depth, start), in one pass with a stack (trace/depth.py keeps the numpy version, the
  * reference that the tests compare this with, and the fallback when this is not built).
  *
- * depth_order(start, end, order_out[, names, start_out, end_out, names_out])
+ * depth_order(start, end, order_out[, names, start_out, end_out, names_out, durations])
  *     -> list of event counts per depth
  *   start, end: int64[n], the events in start order (start ascending, longer first);
- *   order_out:  writable int64[n], filled with the positions 0..n-1 ordered by (depth,
- *               position): a counting sort, stable within a depth;
+ *   order_out:  writable int64[n] or int32[n] (n < 2^31), filled with the positions 0..n-1
+ *               ordered by (depth, position): a counting sort, stable within a depth;
  *   names (int32[n]) and the writable start_out, end_out (int64[n]), names_out (int32[n]):
- *               when given, filled with start, end and names in that order.
+ *               when given, filled with start, end and names in that order;
+ *   durations:  when true, `end` holds each event's duration and its end is start +
+ *               duration (a decoded line's own columns: no n-element `end` made first).
  *
  * The rule is trace/depth.py's: with doubled close times (2*end, or 2*start + 1 for a
  * zero-length event, which closes half a ps after it opens), an event's parent is the nearest
@@ -32,6 +34,11 @@ static inline int64_t close_of(const int64_t *s, const int64_t *e, Py_ssize_t i)
     return e[i] == s[i] ? 2 * s[i] + 1 : 2 * e[i];
 }
 
+/* Event i's end: e[i], or s[i] + e[i] where `e` holds durations. */
+static inline int64_t end_of(const int64_t *s, const int64_t *e, Py_ssize_t i, int durations) {
+    return durations ? s[i] + e[i] : e[i];
+}
+
 /* Columns copied into (depth, position) order as the events are placed (optional). */
 typedef struct {
     const int32_t *names;
@@ -39,22 +46,28 @@ typedef struct {
     int32_t *names_out;
 } Columns;
 
-/* Runs the stack over the events; with `at` NULL counts the events per depth into `count`
- * (returns the deepest depth), else writes each event's position at its depth's next slot,
- * and with `columns` its start, end and name there too: the reads go in order and the writes
+/* Runs the stack over the events (`e` their ends, or with `durations` their durations); with
+ * `at` NULL counts the events per depth into `count` (returns the deepest depth), else writes
+ * each event's position at its depth's next slot of `out` (int64) or `out32` (int32), and
+ * with `columns` its start, end and name there too: the reads go in order and the writes
  * into one stream per depth, which is cheaper than gathering each column by the order. */
-static Py_ssize_t run_stack(const int64_t *s, const int64_t *e, Py_ssize_t n, int64_t *stack,
-                            int64_t *count, int64_t *at, int64_t *out, const Columns *columns) {
+static Py_ssize_t run_stack(const int64_t *s, const int64_t *e, int durations, Py_ssize_t n,
+                            int64_t *stack, int64_t *count, int64_t *at, int64_t *out,
+                            int32_t *out32, const Columns *columns) {
     Py_ssize_t top = 0, deepest = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t close = close_of(s, e, i);
+        int64_t end = end_of(s, e, i, durations);
+        int64_t close = end == s[i] ? 2 * s[i] + 1 : 2 * end;
         while (top && stack[top - 1] < close) top--;
         if (at) {
             int64_t slot = at[top]++;
-            out[slot] = i;
+            if (out32)
+                out32[slot] = (int32_t)i;
+            else
+                out[slot] = i;
             if (columns) {
                 columns->start[slot] = s[i];
-                columns->end[slot] = e[i];
+                columns->end[slot] = end;
                 columns->names_out[slot] = columns->names[i];
             }
         } else {
@@ -79,16 +92,17 @@ static PyObject *depth_order(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer start, end, order;
     Py_buffer names = {0}, start_out = {0}, end_out = {0}, names_out = {0};
-    if (!PyArg_ParseTuple(args, "y*y*w*|y*w*w*w*", &start, &end, &order, &names, &start_out,
-                          &end_out, &names_out))
+    int durations = 0;
+    if (!PyArg_ParseTuple(args, "y*y*w*|y*w*w*w*p", &start, &end, &order, &names, &start_out,
+                          &end_out, &names_out, &durations))
         return NULL;
     PyObject *result = NULL;
     int64_t *stack = NULL, *count = NULL;
     Columns columns, *with_columns = NULL;
     Py_ssize_t n;
     if (!int64_buffers(&start, &end, &n)) goto done;
-    if (order.len != start.len) {
-        PyErr_SetString(PyExc_ValueError, "order must be int64[n]");
+    if (order.len != start.len && (order.len != 4 * n || n > INT32_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "order must be int64[n] or int32[n] (n < 2^31)");
         goto done;
     }
     if (names.buf || start_out.buf || end_out.buf || names_out.buf) {
@@ -114,7 +128,7 @@ static PyObject *depth_order(PyObject *self, PyObject *args) {
     }
     Py_ssize_t deepest;
     Py_BEGIN_ALLOW_THREADS
-    deepest = run_stack(s, e, n, stack, count, NULL, NULL, NULL);
+    deepest = run_stack(s, e, durations, n, stack, count, NULL, NULL, NULL, NULL);
     Py_END_ALLOW_THREADS
     Py_ssize_t levels = n ? deepest + 1 : 0;
     result = PyList_New(levels);
@@ -132,7 +146,8 @@ static PyObject *depth_order(PyObject *self, PyObject *args) {
         first += here;
     }
     Py_BEGIN_ALLOW_THREADS
-    run_stack(s, e, n, stack, NULL, count, (int64_t *)order.buf, with_columns);
+    run_stack(s, e, durations, n, stack, NULL, count, (int64_t *)order.buf,
+              order.len == start.len ? NULL : (int32_t *)order.buf, with_columns);
     Py_END_ALLOW_THREADS
 done:
     free(stack);

@@ -79,24 +79,32 @@ def nesting_order(start_ps: np.ndarray, end_ps: np.ndarray, *, pure: bool | None
 
 
 def nesting_order_into(start_ps: np.ndarray, end_ps: np.ndarray, name_id: np.ndarray,
-                       start_out: np.ndarray, end_out: np.ndarray, name_out: np.ndarray
+                       start_out: np.ndarray, end_out: np.ndarray, name_out: np.ndarray, *,
+                       durations: bool = False, order_out: np.ndarray | None = None,
                        ) -> tuple[np.ndarray, np.ndarray] | None:
     """`nesting_order`, and the events' starts, ends and names (int32) written in that order
     into the given contiguous outputs, in the same compiled pass (no gather per column);
     None, with nothing written, where that pass does not apply (the numpy version chosen,
-    events not in start order): then order and gather as usual."""
+    events not in start order): then order and gather as usual.
+
+    With `durations`, `end_ps` holds each event's duration (a decoded line's column: its ends
+    are not made first, 8 bytes of fresh memory per event fewer). `order_out` (contiguous
+    int32 or int64) receives the order, returned as is (the index's int32 source rows: no
+    int64 order made and copied)."""
     n = len(start_ps)
     compiled = compiled_pass()
-    if (compiled is None or n >= 2**31
-            or not all(a.flags.c_contiguous for a in (start_out, end_out, name_out))):
+    outputs = (start_out, end_out, name_out) + (() if order_out is None else (order_out,))
+    if (compiled is None or n >= 2**31 or not all(a.flags.c_contiguous for a in outputs)
+            or (order_out is not None and order_out.dtype not in (np.int32, np.int64))):
         return None
     start_ps = np.ascontiguousarray(start_ps, np.int64)
     end_ps = np.ascontiguousarray(end_ps, np.int64)
+    # by (start, end descending) is by (start, duration descending): durations check the same
     if not compiled.in_start_order(start_ps, end_ps):
         return None
-    order = np.empty(n, np.int64)
+    order = np.empty(n, np.int64) if order_out is None else order_out
     counts = compiled.depth_order(start_ps, end_ps, order, np.ascontiguousarray(name_id, np.int32),
-                                  start_out, end_out, name_out)
+                                  start_out, end_out, name_out, durations)
     return order, np.array(counts, np.int64)
 
 

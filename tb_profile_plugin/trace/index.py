@@ -327,11 +327,23 @@ def _line_key(plane: Plane, line: Line, device: bool) -> tuple[Any, ...]:
 class _Track:
     name: str
     start_ps: np.ndarray
-    end_ps: np.ndarray
+    #: int64 ends, or (a line's events) their durations, the line's own column: a line's ends
+    #: are made only where the compiled pass does not apply (`ends`).
+    end_or_duration_ps: np.ndarray
     name_id: np.ndarray
     source_line: np.ndarray | int  # one line's position for a line's own events
     source_row: np.ndarray | None  # None: the events' own rows (a line's events)
     derived: bool
+
+    @property
+    def has_durations(self) -> bool:
+        return self.source_row is None
+
+    def ends(self) -> np.ndarray:
+        if self.has_durations:
+            ends: np.ndarray = self.start_ps + self.end_or_duration_ps
+            return ends
+        return self.end_or_duration_ps
 
 
 class _Names:
@@ -392,9 +404,8 @@ def build_index(profile: Profile) -> TraceIndex:
             name_id = _line_name_ids(line.events.metadata_id, table, local, lookup)
             if len(name_id) and int(name_id.min()) < 0:
                 name_id = np.where(name_id < 0, names.ids([unknown])[0], name_id)
-            start = line.events.start_ps
             tracks.append(_Track(
-                line.label, start, start + line.events.duration_ps, name_id,
+                line.label, line.events.start_ps, line.events.duration_ps, name_id,
                 line_position[id(line)], None, False,
             ))
         # The producer's own lines (TF <= 2.4: Steps, TensorFlow Ops, ...) are shown once:
@@ -448,15 +459,20 @@ def _assemble(
             size = len(t.start_ps)
             here = slice(at, at + size)
             at += size
-            placed = nesting_order_into(t.start_ps, t.end_ps, t.name_id, start_ps[here],
-                                        end_ps[here], name_id[here])
+            # a line's own events: the pass writes the order straight into the source rows
+            rows_out = source_row[here] if t.source_row is None else None
+            placed = nesting_order_into(t.start_ps, t.end_or_duration_ps, t.name_id,
+                                        start_ps[here], end_ps[here], name_id[here],
+                                        durations=t.has_durations, order_out=rows_out)
             if placed is not None:  # the columns were written in order by the same pass
                 order, counts = placed
             else:
-                order, counts = nesting_order(t.start_ps, t.end_ps)
+                ends = t.ends()
+                order, counts = nesting_order(t.start_ps, ends)
                 np.take(t.start_ps, order, out=start_ps[here], mode="clip")
-                np.take(t.end_ps, order, out=end_ps[here], mode="clip")
+                np.take(ends, order, out=end_ps[here], mode="clip")
                 np.take(t.name_id, order, out=name_id[here], mode="clip")
+                del ends
             if isinstance(t.source_line, int):
                 track_source_line.append(t.source_line)
             else:
@@ -464,7 +480,8 @@ def _assemble(
                 derived_source_line[at_derived : at_derived + size] = t.source_line[order]
                 at_derived += size
             if t.source_row is None:
-                source_row[here] = order
+                if order is not rows_out:  # else written by the pass
+                    source_row[here] = order
             else:
                 source_row[here] = t.source_row[order]
             thread = Thread(tid, t.name, tid - 1, len(counts) - 1 if size else 0,
