@@ -89,6 +89,14 @@ def tune_worker_allocator(environ: Mapping[str, str] | None = None) -> bool:
     return True
 
 
+def release_after_analysis() -> None:
+    """After a host's analysis is built (once per host, seconds of work at millions of
+    events): give its freed temporaries back before the document is built. Not counted as a
+    request's trim (that one still runs after the request)."""
+    if _trim is not None:
+        _trim(0)
+
+
 def release_after_host() -> None:
     """In a worker process, after a host's task: give the freed heap back."""
     if _trim is not None:

@@ -262,6 +262,23 @@ def build_step_db(
         parent=forest.nesting.parent)
 
 
+def _group_parts(group: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """[lo, hi) ranges over rows sorted by `group`, each of whole groups: about `limit` rows,
+    more where one group alone is longer."""
+    parts: list[tuple[int, int]] = []
+    lo, n = 0, len(group)
+    while lo < n:
+        hi = lo + limit
+        if hi >= n:
+            hi = n
+        else:
+            cut = int(np.searchsorted(group, group[hi], "left"))  # the start of hi's group
+            hi = cut if cut > lo else int(np.searchsorted(group, group[hi], "right"))
+        parts.append((lo, hi))
+        lo = hi
+    return parts
+
+
 def _counted_events(types: np.ndarray, groups: np.ndarray,
                     parent: np.ndarray | None) -> np.ndarray:
     """The classified events in a group, less those `_enclosed_by_own_kind` where the nesting
@@ -319,8 +336,7 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     begin, finish, valid, step_num = spans.begin_ps, spans.finish_ps, spans.valid, spans.step_num
     g_count = len(begin)
     ev = _counted_events(types, groups, parent)
-    ev_type, ev_start, ev_end = types[ev], start[ev], end[ev]
-    ev_group = groups[ev].astype(np.int64)  # (the forest's group ids are int32)
+    ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
     del ev
     # Zero-length events keep their type current until the next end, as the reference's sweep
     # does (analysis/instant_spans.py).
@@ -343,13 +359,18 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     present = np.zeros(NUM_TYPES, bool)
     present[np.unique(ev_type)] = True
 
+    # Per type threshold, the union of the types at or above it, a few whole groups at a time
+    # (groups are independent: each part's selections are its own temporaries, not copies of
+    # every event's columns per threshold).
     union_at_least = np.zeros((NUM_TYPES + 1, g_count), np.int64)
+    for lo, hi in _group_parts(ev_group, _CHUNK_EVENTS):
+        g, ty, s, e = ev_group[lo:hi], ev_type[lo:hi], ev_start[lo:hi], ev_end[lo:hi]
+        for t in np.flatnonzero(present).tolist():
+            sel = ty >= t
+            union_at_least[t] += union_sorted(g[sel], s[sel], e[sel], g_count)
     for t in range(NUM_TYPES - 1, -1, -1):
         if not present[t]:
             union_at_least[t] = union_at_least[t + 1]
-            continue
-        sel = ev_type >= t
-        union_at_least[t] = union_sorted(ev_group[sel], ev_start[sel], ev_end[sel], g_count)
     type_ps = (union_at_least[:-1] - union_at_least[1:]).T.copy()
     duration = np.where(valid, finish - begin, 0)
     type_ps[:, EventType.UNKNOWN_TIME] = duration - union_at_least[EventType.HOST_COMPUTE]

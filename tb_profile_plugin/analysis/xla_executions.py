@@ -52,7 +52,8 @@ class Executions:
     end_ps: np.ndarray  # int64
     busy_ps: np.ndarray  # int64: union of the execution's device events
     names: list[str]  # module names, as the user named the function (`jit_train_step`)
-    #: Per event of the table: the row of the execution it belongs to, -1 for none.
+    #: Per event of the table: the row of the execution it belongs to, -1 for none (int32;
+    #: read-only, one shared -1, where the profile has no execution).
     event_execution: np.ndarray
 
     def __len__(self) -> int:
@@ -118,7 +119,8 @@ def xla_executions(table: EventTable) -> Executions:
 def _host_executions(table: EventTable, names: TextIndex) -> Executions:
     """A CPU-only profile: XLA's CPU thunks (canonical module on host threads) with `run_id`;
     an execution is every thunk of one (plane, module, run_id), on whatever thread it ran."""
-    event_execution = np.full(len(table), -1, np.int64)
+    # None yet: one shared read-only -1 (a TensorFlow host has no XLA run: no column at all).
+    event_execution = np.broadcast_to(np.int32(-1), (len(table),))
     empty = np.zeros(0, np.int64)
     run_id = table.int_stat("run_id", NO_RUN)
     if not np.any(run_id != NO_RUN):  # no XLA run on the host: no canonical columns needed
@@ -141,6 +143,7 @@ def _host_executions(table: EventTable, names: TextIndex) -> Executions:
     order = np.lexsort((begin, plane))
     rank = np.empty(count, np.int64)
     rank[order] = np.arange(count)
+    event_execution = np.full(len(table), -1, np.int32)
     event_execution[rows] = rank[inverse]
     busy = union_per_group(rank[inverse], table.start_ps[rows], table.end_ps[rows], count)
     return Executions(plane[order], module[order], begin[order], end[order], busy[order],
@@ -245,7 +248,7 @@ def _merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def _assign(table: EventTable, on_device: np.ndarray, plane: np.ndarray, begin: np.ndarray,
             end: np.ndarray) -> np.ndarray:
     """Per event: the execution on its plane whose [begin, end) holds its start, else -1."""
-    out = np.full(len(table), -1, np.int64)
+    out = np.full(len(table), -1, np.int32)  # (executions number far below 2^31)
     for plane_index in np.unique(plane).tolist():  # per device plane, not per event
         lo, hi = np.searchsorted(plane, [plane_index, plane_index + 1])
         rows = np.flatnonzero(on_device & (table.plane_index == plane_index))
