@@ -45,10 +45,13 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
     if not instant.any():
         return empty, empty, empty, empty
     del instant
-    ev = np.flatnonzero(counted)
+    if counted.all():  # the step database passes only counted events: no copies of them
+        ev_type, ev_group, ev_start, ev_end = types, groups, start, end
+    else:
+        ev = np.flatnonzero(counted)
+        ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
+        del ev
     del counted
-    ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
-    del ev
     longer = ev_end > ev_start
     # (group, time) as one sortable int64 key: each group's own time span laid end to end
     # (group g's keys are base[g] + time - first[g]; steps rarely overlap, so the keys span
@@ -65,8 +68,10 @@ def instant_spans(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
         base = np.zeros(num_groups, np.int64)
         np.cumsum(span[:-1], out=base[1:])
         shift = base - np.where(present, first, 0)  # key = time + shift[group]
-        start_key = ev_start + shift[ev_group]
-        end_key = ev_end + shift[ev_group]
+        start_key = shift[ev_group]  # (+= in place: no second temporary per key)
+        start_key += ev_start
+        end_key = shift[ev_group]
+        end_key += ev_end
     else:
         times, inverse = np.unique(np.concatenate([ev_start, ev_end]), return_inverse=True)
         per_group = len(times) + 1

@@ -262,6 +262,23 @@ def build_step_db(
         parent=forest.nesting.parent)
 
 
+def _instant_spans_in_parts(types: np.ndarray, groups: np.ndarray, start: np.ndarray,
+                            end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`instant_spans` a few whole groups at a time: a group's spans depend on its own events
+    only, so its sorts and keys are the part's temporaries, not several columns of every
+    counted event (3.8M at 10M events). The spans come in another order, which no figure
+    depends on (they are sorted with the events by group and start next)."""
+    if len(groups) <= _CHUNK_EVENTS or not np.any(end == start):
+        return instant_spans(types, groups, start, end)
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    parts = []
+    for lo, hi in _group_parts(sorted_groups, _CHUNK_EVENTS):
+        rows = order[lo:hi]
+        parts.append(instant_spans(types[rows], sorted_groups[lo:hi], start[rows], end[rows]))
+    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
+
+
 def _group_parts(group: np.ndarray, limit: int) -> list[tuple[int, int]]:
     """[lo, hi) ranges over rows sorted by `group`, each of whole groups: about `limit` rows,
     more where one group alone is longer."""
@@ -340,7 +357,7 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     del ev
     # Zero-length events keep their type current until the next end, as the reference's sweep
     # does (analysis/instant_spans.py).
-    extra = instant_spans(ev_type, ev_group, ev_start, ev_end)
+    extra = _instant_spans_in_parts(ev_type, ev_group, ev_start, ev_end)
     if len(extra[0]):
         ev_type, ev_group, ev_start, ev_end = (np.concatenate([a, b]) for a, b in zip(
             (ev_type, ev_group, ev_start, ev_end), extra, strict=True))
