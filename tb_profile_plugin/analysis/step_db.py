@@ -192,15 +192,32 @@ def union_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, num_groups: int) -
     """`union_per_group` of intervals already sorted by (group, start): any subsequence of a
     sorted sequence is sorted too, so callers sort once and select per threshold."""
     out = np.zeros(num_groups, np.int64)
-    if len(g) == 0:
-        return out
+    if len(g):
+        _add_unions(out, g, s, e)
+    return out
+
+
+def _add_unions(out: np.ndarray, g: np.ndarray, s: np.ndarray, e: np.ndarray) -> None:
+    """Adds each group's union length (rows sorted by group, then start) into `out`."""
     first = np.ones(len(g), bool)
     first[1:] = g[1:] != g[:-1]
-    # Running max of ends within each group: offset groups so they never interact. In place
-    # where it can be (three columns live at most, not six: this is the step database's peak).
+    # Running max of ends within each group: groups laid end to end (the k-th group of the
+    # rows shifted by k spans), so they never interact. The shifts must stay within int64:
+    # hundreds of thousands of steps over a long capture pass 2^63 (10M longer: 208,899
+    # groups over 193 s wrapped from the 47,919th on), so rows of too many groups for their
+    # span are taken in two halves of whole groups (each group alone fits: times < 2^58 ps).
     low = int(s.min())
     span = int(e.max()) - low + 1
-    offset = np.multiply(g, span, dtype=np.int64)  # (group ids may be int32)
+    num_here = int(np.count_nonzero(first))
+    if num_here > 1 and num_here * span >= 2**62:
+        half = int(np.flatnonzero(first)[num_here // 2])
+        _add_unions(out, g[:half], s[:half], e[:half])
+        _add_unions(out, g[half:], s[half:], e[half:])
+        return
+    # In place where it can be (three columns live at most, not six).
+    offset = np.cumsum(first, dtype=np.int64)
+    offset -= 1
+    offset *= span
     offset -= low
     running = e + offset
     np.maximum.accumulate(running, out=running)
@@ -214,9 +231,9 @@ def union_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, num_groups: int) -
     covered = np.subtract(e, previous, out=previous)
     np.maximum(covered, 0, out=covered)
     if int(covered.sum()) < 2**53:  # float64 sums of non-negative ints below 2**53 are exact
-        return np.bincount(g, weights=covered, minlength=num_groups).astype(np.int64)
-    np.add.at(out, g, covered)
-    return out
+        out += np.bincount(g, weights=covered, minlength=len(out)).astype(np.int64)
+    else:
+        np.add.at(out, g, covered)
 
 
 def build_step_db(

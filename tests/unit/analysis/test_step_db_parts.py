@@ -56,3 +56,22 @@ def test_the_step_database_in_parts_equals_one_pass(monkeypatch: pytest.MonkeyPa
         assert parts.group_id.tolist() == whole.group_id.tolist()
         assert parts.type_ps.tolist() == whole.type_ps.tolist()
         assert parts.duration_ps.tolist() == whole.duration_ps.tolist()
+
+
+def test_unions_of_many_groups_over_a_long_capture_do_not_wrap() -> None:
+    """Groups laid end to end by their span: 100 groups over 2^57 ps pass 2^63 (10M events
+    "longer": 208,899 steps over 193 s wrapped from the 47,919th step on, so later steps'
+    host compute came out longer than the steps). Each group's union is its own."""
+    rng = np.random.default_rng(33)
+    num_groups = 100
+    group = np.repeat(np.arange(num_groups), 5).astype(np.int32)
+    base = np.where(group == num_groups - 1, 2**57, 0) + group.astype(np.int64) * 1000
+    start = base + rng.integers(0, 500, len(group))
+    end = start + rng.integers(1, 300, len(group))
+    order = np.lexsort((start, group))
+    got = step_db.union_sorted(group[order], start[order], end[order], num_groups)
+    for k in range(num_groups):
+        covered: set[int] = set()
+        for s, e in zip(start[group == k].tolist(), end[group == k].tolist(), strict=True):
+            covered.update(range(s - int(base[group == k][0]), e - int(base[group == k][0])))
+        assert got[k] == len(covered)
