@@ -47,6 +47,7 @@ from tb_profile_plugin.trace.derived import (
     derive_tracks,
 )
 from tb_profile_plugin.trace.lod import levels_of, summarise
+from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.model import EventMetadataTable, Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import LineKind, PlaneKind, kind_of, plane_kind
 from tb_profile_plugin.xspace.schema import (
@@ -528,7 +529,8 @@ def _load_or_build(profile: Profile) -> TraceIndex:
 
     index = index_cache.load(profile)
     if index is None:
-        index = build_index(profile)
+        with cache.quiet():  # the profile's entry, queued by its decode, waits meanwhile
+            index = build_index(profile)
         index_cache.save(index, later=True)  # written after the first window is answered
     index_cache.load_first_window(index)
     return index

@@ -108,3 +108,22 @@ def test_an_entry_read_in_two_halves_is_whole_or_a_miss(
     assert data is not None and bytes(data) == path.read_bytes()
     loaded = cache.load_entry("big", ".tbpx", lambda header, arrays: arrays, tmp_path)
     assert loaded is not None and np.array_equal(loaded[0], column)
+
+
+def test_the_writer_waits_while_an_index_is_built(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cache.quiet` (held while the trace index of a fresh decode is built): a queued entry is
+    not written meanwhile, and is written once it ends."""
+    import time
+
+    import numpy as np
+
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path))
+    with cache.quiet():
+        cache.save_entry_later("held", ".tbpx", {"n": 1}, [np.arange(1000)])
+        time.sleep(0.3)
+        assert not list(tmp_path.glob("held*"))  # waiting before its first array
+    cache.flush(30)
+    assert [p.name for p in tmp_path.glob("held*")] == ["held.tbpx"]
+    loaded = cache.load_entry("held", ".tbpx", lambda header, arrays: arrays, tmp_path)
+    assert loaded is not None and np.array_equal(loaded[0], np.arange(1000))
