@@ -33,6 +33,20 @@ def test_a_heavy_request_trims_and_the_next_within_the_interval_does_not(
     assert keep is not None
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_an_analysis_gives_its_freed_heap_back_without_taking_the_requests_turn(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory_release, "_last_s", 0.0)
+    blocks = [bytearray(4000) for _ in range(50_000)]
+    keep = blocks[-1]
+    del blocks
+    before = _rss_bytes()
+    memory_release.release_after_analysis()
+    assert _rss_bytes() <= before - 50 * 2**20
+    assert memory_release.release_free_memory(1.0)  # the request's own trim still runs
+    assert keep is not None
+
+
 _FAULTS_CHILD = r"""
 import resource, sys
 import numpy as np
