@@ -68,7 +68,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -305,18 +305,35 @@ def _flatten(obj: Any, arrays: list[np.ndarray]) -> Any:
     raise TypeError(f"cannot cache a {type(obj).__name__}")
 
 
-def _unflatten(tree: Any, arrays: list[np.ndarray]) -> Any:
+#: Builds an object of one class from its fields' trees and its path (`_unflatten`'s
+#: `special`: xspace/cache_lazy.py makes lines whose columns are read on first use).
+Special = Callable[[dict[str, Any], tuple[Any, ...]], Any]
+
+
+def _unflatten(tree: Any, array: Callable[[Any], np.ndarray], where: tuple[Any, ...] = (),
+               special: Mapping[type, Special] | None = None) -> Any:
+    """The object `_flatten` made `tree` of: `array(ref)` is the array of each `{"@a": i}`;
+    `special[cls](fields, where)` builds the classes it names; `where` is the path of field
+    names and list positions from the root."""
     if isinstance(tree, dict):
         if "@a" in tree:
-            index = tree["@a"]
-            if type(index) is not int or not 0 <= index < len(arrays):
-                raise ValueError(f"array reference {index!r} out of range")
-            return arrays[index]
+            return array(tree)
         cls = _TYPES[tree["@t"]]
-        return cls(**{k: _unflatten(v, arrays) for k, v in tree["f"].items()})
+        fields = tree["f"]
+        if special and cls in special:
+            return special[cls](fields, where)
+        return cls(**{k: _unflatten(v, array, (*where, k), special) for k, v in fields.items()})
     if isinstance(tree, list):
-        return [_unflatten(item, arrays) for item in tree]
+        return [_unflatten(item, array, (*where, k), special) for k, item in enumerate(tree)]
     return tree
+
+
+def _array_index(ref: Any, count: int) -> int:
+    """The position an array reference `{"@a": i}` names among `count` arrays."""
+    index = ref.get("@a") if isinstance(ref, dict) else None
+    if type(index) is not int or not 0 <= index < count:
+        raise ValueError(f"array reference {index!r} out of range")
+    return index
 
 
 #: Per columnar type, the array fields that hold one entry per row (equal lengths).
@@ -733,18 +750,36 @@ class EntryArrays:
                 _remove(self._path)
 
 
+def _layout(prefix: bytes | memoryview, size: int) -> tuple[int, int]:
+    """(header length, where the data region begins) from an entry's first `_PREFIX_BYTES`;
+    raises unless the magic is there and the header fits the file's `size`."""
+    if len(prefix) < _PREFIX_BYTES or prefix[: len(_MAGIC)] != _MAGIC:
+        raise ValueError("not a profile cache entry of this format")
+    header_len = int.from_bytes(prefix[_PREFIX_BYTES - 8 : _PREFIX_BYTES], "little")
+    data_start = -(-(_PREFIX_BYTES + header_len) // _ALIGN) * _ALIGN
+    if data_start > size:
+        raise ValueError("header longer than the file")
+    return header_len, data_start
+
+
+def _check_mac(secret: bytes, key: str, prefix: bytes | memoryview, head: bytes | memoryview,
+               digest: bytes) -> None:
+    """Raises unless the entry's MAC (in `prefix`) is the one of `head` (the header with its
+    length and padding) and the data region's `digest`."""
+    mac = _mac(secret, key)
+    mac.update(head)
+    mac.update(digest)
+    if not hmac.compare_digest(mac.digest(), bytes(prefix[len(_MAGIC) : len(_MAGIC) + _MAC_BYTES])):
+        raise ValueError("MAC mismatch (damaged, or written by someone else or for another key)")
+
+
 def _parse_lazily(fd: int, size: int, path: Path, secret: bytes,
                   key: str) -> tuple[dict[str, Any], EntryArrays]:
     """The header and the (unread) arrays of a big entry; raises on any damage of the header,
     its array table or their sums (the MAC is over the header and the data region's digest
     made from the arrays' sums, so that an array's sums can be trusted before it is read)."""
     prefix = os.pread(fd, _PREFIX_BYTES, 0)
-    if len(prefix) < _PREFIX_BYTES or prefix[: len(_MAGIC)] != _MAGIC:
-        raise ValueError("not a profile cache entry of this format")
-    header_len = int.from_bytes(prefix[_PREFIX_BYTES - 8 :], "little")
-    data_start = -(-(_PREFIX_BYTES + header_len) // _ALIGN) * _ALIGN
-    if data_start > size:
-        raise ValueError("header longer than the file")
+    header_len, data_start = _layout(prefix, size)
     head = os.pread(fd, data_start - _PREFIX_BYTES + 8, _PREFIX_BYTES - 8)
     if len(head) != data_start - _PREFIX_BYTES + 8:
         raise ValueError("the file changed while it was read")
@@ -752,11 +787,7 @@ def _parse_lazily(fd: int, size: int, path: Path, secret: bytes,
     if not isinstance(header, dict) or not isinstance(header.get("checks"), str):
         raise ValueError("the entry's header has no array checks")
     sums = np.frombuffer(bytes.fromhex(header["checks"]), "<u8").reshape(-1, 2)
-    mac = _mac(secret, key)
-    mac.update(head)
-    mac.update(_digest(size - data_start, sums))
-    if not hmac.compare_digest(mac.digest(), prefix[len(_MAGIC) : len(_MAGIC) + _MAC_BYTES]):
-        raise ValueError("MAC mismatch (damaged, or written by someone else or for another key)")
+    _check_mac(secret, key, prefix, head, _digest(size - data_start, sums))
     table = _array_table(header, data_start, size)
     if len(sums) != len(table):
         raise ValueError("the entry's array checks do not match its arrays")
@@ -785,18 +816,10 @@ def _region_digest(view: memoryview, data_start: int) -> bytes:
 
 def _parse(data: memoryview, secret: bytes, key: str) -> tuple[dict[str, Any], list[np.ndarray]]:
     """The header and arrays in one entry's bytes; raises on any damage."""
-    if len(data) < _PREFIX_BYTES or data[: len(_MAGIC)] != _MAGIC:
-        raise ValueError("not a profile cache entry of this format")
     view = memoryview(data)
-    header_len = int.from_bytes(view[_PREFIX_BYTES - 8 : _PREFIX_BYTES], "little")
-    data_start = -(-(_PREFIX_BYTES + header_len) // _ALIGN) * _ALIGN
-    if data_start > len(view):
-        raise ValueError("header longer than the file")
-    mac = _mac(secret, key)
-    mac.update(view[_PREFIX_BYTES - 8 : data_start])
-    mac.update(_region_digest(view, data_start))
-    if not hmac.compare_digest(mac.digest(), bytes(view[len(_MAGIC) : len(_MAGIC) + _MAC_BYTES])):
-        raise ValueError("MAC mismatch (damaged, or written by someone else or for another key)")
+    header_len, data_start = _layout(view, len(view))
+    _check_mac(secret, key, view, view[_PREFIX_BYTES - 8 : data_start],
+               _region_digest(view, data_start))
     header = json.loads(bytes(view[_PREFIX_BYTES : _PREFIX_BYTES + header_len]))
     if not isinstance(header, dict):
         raise ValueError("the entry's header is not an object")
@@ -825,9 +848,16 @@ def _array_table(header: dict[str, Any], data_start: int,
 
 
 def _profile_of(header: dict[str, Any], arrays: list[np.ndarray]) -> model.Profile:
+    return profile_from(header, lambda tree: _unflatten(
+        tree, lambda ref: arrays[_array_index(ref, len(arrays))]))
+
+
+def profile_from(header: dict[str, Any], unflatten: Callable[[Any], Any]) -> model.Profile:
+    """The profile `unflatten` makes of the entry's tree (all arrays read: `_profile_of`; the
+    lines' columns on first use: cache_lazy.py), its version and columns checked."""
     if header.get("version") != FORMAT_VERSION:
         raise ValueError(f"format version {header.get('version')!r}")
-    profile = _unflatten(header["tree"], arrays)
+    profile = unflatten(header["tree"])
     if not isinstance(profile, model.Profile):
         raise ValueError(f"the entry holds a {type(profile).__name__}, not a Profile")
     _check(profile)

@@ -32,7 +32,6 @@ import numpy as np
 
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.xspace import cache, model
-from tb_profile_plugin.xspace.schema import FORMAT_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -52,14 +51,20 @@ def _profile_of(header: dict[str, Any], arrays: cache.EntryArrays,
                 fallback: Callable[[], model.Profile] | None) -> model.Profile:
     if not arrays.lazy:
         return cache._profile_of(header, arrays.all())
-    if header.get("version") != FORMAT_VERSION:
-        raise ValueError(f"format version {header.get('version')!r}")
     entry = _Entry(arrays, fallback)
-    profile = _unflatten(header["tree"], entry, ())
-    if not isinstance(profile, model.Profile):
-        raise ValueError(f"the entry holds a {type(profile).__name__}, not a Profile")
-    cache._check(profile)  # the parts are checked when they are read
-    return profile
+
+    def line(fields: dict[str, Any], where: tuple[Any, ...]) -> model.Line:
+        """A line whose events and stats are read on first use (its other fields now)."""
+        values = {k: cache._unflatten(v, entry.array, (*where, k), special) for k, v in
+                  fields.items() if k not in _LAZY_FIELDS}
+        events = _part(fields["events"], entry, (*where, "events"), None)
+        stats = _part(fields["stats"], entry, (*where, "stats"), len(events))
+        return model.Line(events=events, stats=stats, **values)
+
+    special: dict[type, cache.Special] = {model.Line: line}
+    # the parts are checked when they are read
+    return cache.profile_from(header, lambda tree: cache._unflatten(tree, entry.array, (),
+                                                                   special))
 
 
 class _Entry:
@@ -73,7 +78,7 @@ class _Entry:
         self._lock = threading.Lock()
 
     def array(self, ref: Any) -> np.ndarray:
-        return self.arrays.get(_array_index(ref, len(self.arrays)))
+        return self.arrays.get(cache._array_index(ref, len(self.arrays)))
 
     def decoded_part(self, where: tuple[Any, ...]) -> Any:
         """The part at `where` (a path of fields and list positions from the profile) of the
@@ -92,32 +97,6 @@ class _Entry:
         return node
 
 
-def _array_index(ref: Any, count: int) -> int:
-    index = ref.get("@a") if isinstance(ref, dict) else None
-    if type(index) is not int or not 0 <= index < count:
-        raise ValueError(f"array reference {index!r} out of range")
-    return index
-
-
-def _unflatten(tree: Any, entry: _Entry, where: tuple[Any, ...]) -> Any:
-    """`cache._unflatten` reading the arrays it meets, except the lines' lazy parts."""
-    if isinstance(tree, dict):
-        if "@a" in tree:
-            return entry.array(tree)
-        cls = cache._TYPES[tree["@t"]]
-        fields = tree["f"]
-        if cls is model.Line:
-            values = {k: _unflatten(v, entry, (*where, k)) for k, v in fields.items()
-                      if k not in _LAZY_FIELDS}
-            events = _part(fields["events"], entry, (*where, "events"), None)
-            stats = _part(fields["stats"], entry, (*where, "stats"), len(events))
-            return cls(events=events, stats=stats, **values)
-        return cls(**{k: _unflatten(v, entry, (*where, k)) for k, v in fields.items()})
-    if isinstance(tree, list):
-        return [_unflatten(item, entry, (*where, k)) for k, item in enumerate(tree)]
-    return tree
-
-
 def _part(tree: Any, entry: _Entry, where: tuple[Any, ...], num_rows: int | None) -> Any:
     """A lazy EventColumns or StatColumns (`num_rows`: the line's events, for its stats)."""
     kind = tree.get("@t") if isinstance(tree, dict) else None
@@ -128,7 +107,7 @@ def _part(tree: Any, entry: _Entry, where: tuple[Any, ...], num_rows: int | None
     for name, ref in tree["f"].items():
         if name not in lazy_class.field_names:
             raise ValueError(f"{kind}.{name} is not a field")
-        refs[name] = None if ref is None else _array_index(ref, len(entry.arrays))
+        refs[name] = None if ref is None else cache._array_index(ref, len(entry.arrays))
     if set(refs) != set(lazy_class.field_names):
         raise ValueError(f"{kind} misses fields")
     for index in refs.values():
