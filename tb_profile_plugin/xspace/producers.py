@@ -368,11 +368,11 @@ def _names_containing(table: StringTable, needles: tuple[str, ...]) -> str:
 class CanonicalColumns:
     """Per event (rows of the lines given to `canonical_columns`): codes into `texts`, -1 none."""
 
-    op_name: np.ndarray  # int64: framework op (TF op name, JAX op path), else the HLO op
-    op_type: np.ndarray  # int64: TF op type, HLO category, or the HLO op's kind
-    hlo_op: np.ndarray  # int64
-    module: np.ndarray  # int64: XLA module / program
-    kernel: np.ndarray  # int64: the event's own name (TPU: the HLO op, not its text)
+    op_name: np.ndarray  # int32: framework op (TF op name, JAX op path), else the HLO op
+    op_type: np.ndarray  # int32: TF op type, HLO category, or the HLO op's kind
+    hlo_op: np.ndarray  # int32
+    module: np.ndarray  # int32: XLA module / program
+    kernel: np.ndarray  # int32: the event's own name (TPU: the HLO op, not its text)
     device_duration_ps: np.ndarray  # int64: the device's own time for the op
     flops: np.ndarray  # float64, NaN where not written
     bytes_accessed: np.ndarray  # float64, NaN where not written
@@ -555,9 +555,11 @@ def canonical_columns(lines: list[tuple[Plane, Line]],
 
 
 #: The canonical columns: dtype and the value of an event that has none.
+#: Text codes are int32 (a profile has far fewer than 2^31 distinct texts; 20 bytes per event
+#: less than int64 in columns made for every event of the table).
 _CANONICAL: dict[str, tuple[type, object]] = {
-    "op_name": (np.int64, -1), "op_type": (np.int64, -1), "hlo_op": (np.int64, -1),
-    "module": (np.int64, -1), "kernel": (np.int64, -1), "device_duration_ps": (np.int64, 0),
+    "op_name": (np.int32, -1), "op_type": (np.int32, -1), "hlo_op": (np.int32, -1),
+    "module": (np.int32, -1), "kernel": (np.int32, -1), "device_duration_ps": (np.int64, 0),
     "flops": (np.float64, np.nan), "bytes_accessed": (np.float64, np.nan),
     "framework_typed": (np.bool_, False), "low_precision": (np.bool_, False),
 }

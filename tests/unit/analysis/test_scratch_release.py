@@ -30,9 +30,16 @@ def test_scratch_columns_go_after_the_overview_and_answers_stay() -> None:
     assert table._canonical is None
     released = profile.derived.measure()
     assert len(table.int_stat("step_num")) == len(table)  # built again on demand
-    assert len(table.canonical.op_name) == len(table)
-    # what the release spared: one stat column and the 8 canonical ones, 8 bytes per event each
-    assert profile.derived.measure() - released >= 9 * 8 * len(table)
+    canon = table.canonical
+    assert len(canon.op_name) == len(table)
+    # what the release spared: one int64 stat column and the canonical ones (five int32 text
+    # codes, the device time and two float64 figures, two flags): 54 bytes per event
+    columns = [table.int_stat("step_num"), canon.op_name, canon.op_type, canon.hlo_op,
+               canon.module, canon.kernel, canon.device_duration_ps, canon.flops,
+               canon.bytes_accessed, canon.framework_typed, canon.low_precision]
+    spared = sum(column.nbytes for column in columns)
+    assert spared == 54 * len(table)
+    assert profile.derived.measure() - released >= spared
     table.release_scratch()
     assert profile.derived.measure() == released
     assert _docs(profile) == first  # cached results, answers unchanged
