@@ -158,7 +158,7 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
     is_async = table.stat_rows("_a")
     async_rows = is_async.rows[is_async.values > 0]
     parent = nesting.parent
-    if len(async_rows):  # (a copy only where some event is async: 8 bytes per event)
+    if len(async_rows):  # (a copy only where some event is async: 4 bytes per event)
         parent = parent.copy()
         parent[async_rows] = -1
     del is_async, async_rows
