@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tb_profile_plugin.analysis import column_sizes
+from tb_profile_plugin.analysis.column_sizes import narrowest_int
 from tb_profile_plugin.xspace.hlo_modules import hlo_instructions
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import (
@@ -81,8 +83,9 @@ class EventTable:
         if events.dtype == bool:
             events = np.flatnonzero(events)
         out = np.empty(len(events), np.int64)
-        for lo in range(0, len(events), _CHUNK_EVENTS):
-            part = events[lo : lo + _CHUNK_EVENTS]
+        chunk = column_sizes.CHUNK_EVENTS
+        for lo in range(0, len(events), chunk):
+            part = events[lo : lo + chunk]
             np.subtract(self.end_ps[part], self.start_ps[part], out=out[lo : lo + len(part)])
         return out
 
@@ -190,19 +193,6 @@ class EventTable:
         return device[self.plane_index]
 
 
-#: Events per chunk where a line's column is converted through int64 temporaries (8 MB each).
-_CHUNK_EVENTS = 1 << 20
-
-
-def _index_dtype(count: int) -> type[np.signedinteger]:
-    """The narrowest signed integer type for indices below `count`: a per-event plane or line
-    index costs 1 byte on a host of a few dozen threads, not 4."""
-    for dtype in (np.int8, np.int16):
-        if count <= np.iinfo(dtype).max:
-            return dtype
-    return np.int32
-
-
 def build_event_table(profile: Profile, plane_filter: object = None) -> EventTable:
     """The flat table of `profile`'s events on non-derived lines (of planes passing the filter)."""
     chosen: list[tuple[int, Plane, Line]] = []
@@ -233,9 +223,10 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         meta = plane.event_metadata
         metadata_id = line.events.metadata_id
-        for at in range(0, hi - lo, _CHUNK_EVENTS):  # (rows_of's int64 temporaries: a chunk)
-            part = slice(lo + at, min(hi, lo + at + _CHUNK_EVENTS))
-            name_id[part] = meta.rows_of(metadata_id[at : at + _CHUNK_EVENTS])
+        chunk = column_sizes.CHUNK_EVENTS  # (rows_of's int64 temporaries: a chunk's)
+        for at in range(0, hi - lo, chunk):
+            part = slice(lo + at, min(hi, lo + at + chunk))
+            name_id[part] = meta.rows_of(metadata_id[at : at + chunk])
         used = used_of.setdefault(p_index, np.zeros(len(meta.ids) + 1, bool))
         used[name_id[lo:hi]] = True  # -1 marks the last slot
         start[lo:hi] = line.events.start_ps
@@ -262,8 +253,8 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
         lines=[(plane, line) for _, plane, line in chosen],
         line_bounds=bounds,
         plane_index=np.repeat(
-            np.array([p for p, _, _ in chosen], _index_dtype(len(profile.planes))), counts),
-        line_index=np.repeat(np.arange(len(chosen), dtype=_index_dtype(len(chosen))), counts),
+            np.array([p for p, _, _ in chosen], narrowest_int(len(profile.planes))), counts),
+        line_index=np.repeat(np.arange(len(chosen), dtype=narrowest_int(len(chosen))), counts),
         start_ps=start,
         end_ps=end,
         name_id=name_id,

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from tb_profile_plugin.analysis.column_sizes import narrowest_int
 from tb_profile_plugin.request_budget import checkpoint
 
 try:  # the optional compiled stack pass, built with the package where a C compiler is
@@ -108,23 +109,15 @@ def compute_nesting(
                 continue
             _nest_line(start_ps[lo:hi], end_ps[lo:hi], depth[lo:hi], parent[lo:hi])
             parent[lo:hi][parent[lo:hi] >= 0] += lo
-    return Nesting(_narrowest(depth), parent)
+    # The narrowest type the depths fit (real lines nest a few dozen deep: one byte, not four;
+    # the nesting is kept for the analysis' life).
+    return Nesting(depth.astype(narrowest_int(int(depth.max(initial=0))), copy=False), parent)
 
 
 def compiled_parent(parent: np.ndarray) -> np.ndarray:
     """`parent` as the compiled climbs read it: contiguous int32 or int64, no copy of either."""
     wide = parent.dtype.itemsize > 4 or parent.dtype.kind != "i"
     return np.ascontiguousarray(parent, np.int64 if wide else np.int32)
-
-
-def _narrowest(depth: np.ndarray) -> np.ndarray:
-    """`depth` as int8 or int16 where its values fit (real lines nest a few dozen deep): the
-    nesting is kept for the life of the analysis, and 3 of its 4 bytes per event are zeros."""
-    top = int(depth.max(initial=0))
-    for dtype in (np.int8, np.int16):
-        if top <= np.iinfo(dtype).max:
-            return depth.astype(dtype)
-    return depth
 
 
 def _stack_line(s: np.ndarray, e: np.ndarray, depth: np.ndarray, parent: np.ndarray,

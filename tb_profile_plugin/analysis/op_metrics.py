@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tb_profile_plugin.analysis import column_sizes
+from tb_profile_plugin.analysis.column_sizes import whole_group_parts
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.forest import Forest
 from tb_profile_plugin.analysis.nesting import compute_nesting, under
@@ -165,7 +167,7 @@ def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]
     """Self time of each of `events` (minus direct children among them) and the IDLE per line.
 
     Lines are independent, so they are taken a few at a time (whole lines, about
-    `_CHUNK_EVENTS` events per part): the part's times, nesting and sums are its own
+    `column_sizes.CHUNK_EVENTS` events per part): the part's times, nesting and sums are its own
     temporaries, not columns of every op event (on a host of many threads, 0.3 GB less at
     10M events)."""
     num_lines = len(table.lines)
@@ -175,7 +177,7 @@ def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]
     first = np.full(num_lines, np.iinfo(np.int64).max, np.int64)
     last = np.full(num_lines, np.iinfo(np.int64).min, np.int64)
     per_line_self = np.zeros(num_lines)
-    for lo, hi in _line_parts(counts, _CHUNK_EVENTS):
+    for lo, hi in whole_group_parts(line, column_sizes.CHUNK_EVENTS):  # (events: line-major)
         part, part_line = events[lo:hi], line[lo:hi]
         start, end = table.start_ps[part], table.end_ps[part]
         self_time[lo:hi] = _direct_self_times(table, part, end - start, start, end, part_line)
@@ -187,25 +189,6 @@ def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]
     idle = int(np.sum(np.maximum(last[present] - first[present]
                                  - per_line_self[present].astype(np.int64), 0)))
     return self_time, idle
-
-
-#: Op events per part of `_self_times` (whole lines; a longer line is a part alone).
-_CHUNK_EVENTS = 1 << 20
-
-
-def _line_parts(counts: np.ndarray, limit: int) -> list[tuple[int, int]]:
-    """[lo, hi) ranges over events grouped by line (`counts` per line, line-major), each whole
-    lines adding up to at most `limit` events, or one line above it."""
-    parts: list[tuple[int, int]] = []
-    lo = hi = 0
-    for count in counts[counts > 0].tolist():  # a loop over lines, not events
-        if hi > lo and hi - lo + count > limit:
-            parts.append((lo, hi))
-            lo = hi
-        hi += count
-    if hi > lo:
-        parts.append((lo, hi))
-    return parts
 
 
 def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:

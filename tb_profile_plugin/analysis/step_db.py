@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.analysis import column_sizes
+from tb_profile_plugin.analysis.column_sizes import whole_group_parts
 from tb_profile_plugin.analysis.events import EventTable
 from tb_profile_plugin.analysis.forest import PRODUCER_RULE, Forest
 from tb_profile_plugin.analysis.instant_spans import instant_spans
@@ -285,32 +287,16 @@ def _instant_spans_in_parts(types: np.ndarray, groups: np.ndarray, start: np.nda
     only, so its sorts and keys are the part's temporaries, not several columns of every
     counted event (3.8M at 10M events). The spans come in another order, which no figure
     depends on (they are sorted with the events by group and start next)."""
-    if len(groups) <= _CHUNK_EVENTS or not np.any(end == start):
+    chunk = column_sizes.CHUNK_EVENTS
+    if len(groups) <= chunk or not np.any(end == start):
         return instant_spans(types, groups, start, end)
     order = np.argsort(groups, kind="stable")
     sorted_groups = groups[order]
     parts = []
-    for lo, hi in _group_parts(sorted_groups, _CHUNK_EVENTS):
+    for lo, hi in whole_group_parts(sorted_groups, chunk):
         rows = order[lo:hi]
         parts.append(instant_spans(types[rows], sorted_groups[lo:hi], start[rows], end[rows]))
     return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
-
-
-def _group_parts(group: np.ndarray, limit: int) -> list[tuple[int, int]]:
-    """[lo, hi) ranges over rows sorted by `group`, each of whole groups: about `limit` rows,
-    more where one group alone is longer."""
-    parts: list[tuple[int, int]] = []
-    lo, n = 0, len(group)
-    while lo < n:
-        hi = lo + limit
-        if hi >= n:
-            hi = n
-        else:
-            cut = int(np.searchsorted(group, group[hi], "left"))  # the start of hi's group
-            hi = cut if cut > lo else int(np.searchsorted(group, group[hi], "right"))
-        parts.append((lo, hi))
-        lo = hi
-    return parts
 
 
 def _counted_events(types: np.ndarray, groups: np.ndarray,
@@ -318,8 +304,9 @@ def _counted_events(types: np.ndarray, groups: np.ndarray,
     """The classified events in a group, less those `_enclosed_by_own_kind` where the nesting
     is known; found a chunk of events at a time (no index or mask of every event)."""
     parts = []
-    for lo in range(0, len(types), _CHUNK_EVENTS):
-        hi = min(len(types), lo + _CHUNK_EVENTS)
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in range(0, len(types), chunk):
+        hi = min(len(types), lo + chunk)
         part = np.flatnonzero((types[lo:hi] >= 0) & (groups[lo:hi] >= 0))
         part += lo
         if parent is not None:
@@ -341,10 +328,6 @@ def _enclosed_by_own_kind(ev: np.ndarray, types: np.ndarray, groups: np.ndarray,
     has = up >= 0
     np.maximum(up, 0, out=up)
     return has & (groups[up] == groups[ev]) & (types[up] >= types[ev])
-
-
-#: Events per chunk of a per-event pass that needs no whole column (8 MB of int64 each).
-_CHUNK_EVENTS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -397,7 +380,7 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     # (groups are independent: each part's selections are its own temporaries, not copies of
     # every event's columns per threshold).
     union_at_least = np.zeros((NUM_TYPES + 1, g_count), np.int64)
-    for lo, hi in _group_parts(ev_group, _CHUNK_EVENTS):
+    for lo, hi in whole_group_parts(ev_group, column_sizes.CHUNK_EVENTS):
         g, ty, s, e = ev_group[lo:hi], ev_type[lo:hi], ev_start[lo:hi], ev_end[lo:hi]
         for t in np.flatnonzero(present).tolist():
             sel = ty >= t

@@ -1,5 +1,5 @@
 """The step database works a few whole groups at a time where a host has millions of counted
-events (step_db.py `_CHUNK_EVENTS`): its instant spans and unions then equal those of one pass
+events (`column_sizes.CHUNK_EVENTS`): its instant spans and unions then equal those of one pass
 over every event. Random steps with instants, nested events of every type and groups spread
 over lines, with parts of a few events, against the same inputs in one part."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis import step_db
+from tb_profile_plugin.analysis import column_sizes, step_db
 from tb_profile_plugin.analysis.instant_spans import instant_spans
 from tb_profile_plugin.analysis.step_db import NUM_TYPES, StepSpans, step_db_from_spans
 
@@ -33,7 +33,7 @@ def test_instant_spans_in_parts_equal_one_pass(monkeypatch: pytest.MonkeyPatch) 
         counted = (types >= 0) & (group >= 0)
         t, g, s, e = types[counted], group[counted], start[counted], end[counted]
         whole = instant_spans(t, g, s, e)
-        monkeypatch.setattr(step_db, "_CHUNK_EVENTS", int(rng.integers(1, 20)))
+        monkeypatch.setattr(column_sizes, "CHUNK_EVENTS", int(rng.integers(1, 20)))
         parts = step_db._instant_spans_in_parts(t, g, s, e)
         monkeypatch.undo()
         assert _rows(parts) == _rows(whole)
@@ -50,7 +50,7 @@ def test_the_step_database_in_parts_equals_one_pass(monkeypatch: pytest.MonkeyPa
                           rng.random(num_groups) < 0.9, np.arange(num_groups, dtype=np.int64))
         has_device = bool(rng.random() < 0.5)
         whole = step_db_from_spans(spans, types, group, start, end, has_device)
-        monkeypatch.setattr(step_db, "_CHUNK_EVENTS", int(rng.integers(1, 20)))
+        monkeypatch.setattr(column_sizes, "CHUNK_EVENTS", int(rng.integers(1, 20)))
         parts = step_db_from_spans(spans, types, group, start, end, has_device)
         monkeypatch.undo()
         assert parts.group_id.tolist() == whole.group_id.tolist()
