@@ -89,15 +89,9 @@ def tune_worker_allocator(environ: Mapping[str, str] | None = None) -> bool:
     return True
 
 
-def release_after_analysis() -> None:
-    """After a host's analysis is built (once per host, seconds of work at millions of
-    events): give its freed temporaries back before the document is built. Not counted as a
-    request's trim (that one still runs after the request)."""
-    if _trim is not None:
-        _trim(0)
-
-
 def release_after_host() -> None:
-    """In a worker process, after a host's task: give the freed heap back."""
+    """Gives the freed heap back now, after a host's heavy work: its analysis built (before
+    the document: host_analysis.analyze), or a worker's task done. Not one of the requests'
+    rate-limited trims (`release_free_memory` still runs after the request)."""
     if _trim is not None:
         _trim(0)
