@@ -52,9 +52,10 @@ _ARRAYS = {
 }
 _EVENT_ARRAYS = ("start_ps", "end_ps", "name_id", "source_row")
 #: The arrays of a first window's entry (`save_first_window`), all int64.
-_WINDOW_ARRAYS = ("ids", "start_ps", "end_ps", "name_id", "segment", "block_segment",
-                  "block_start_ps", "block_end_ps", "block_count", "block_first_id",
-                  "block_name_id")
+#: The events' segments are not kept: `_window_of` finds them from the ids (one search per
+#: event, which checking a kept copy would take anyway).
+_WINDOW_ARRAYS = ("ids", "start_ps", "end_ps", "name_id", "block_segment", "block_start_ps",
+                  "block_end_ps", "block_count", "block_first_id", "block_name_id")
 
 
 def _entry_key(file_key: str, kind: str = "index") -> str:
@@ -276,9 +277,8 @@ def save_first_window(index: TraceIndex, key: tuple[int, ...], visible: Visible)
     header = {"version": INDEX_FORMAT_VERSION, "window": list(key),
               "num_filtered": visible.num_filtered, "num_events": len(index)}
     arrays = [np.asarray(a, np.int64) for a in (
-        visible.ids, visible.start_ps, visible.end_ps, visible.name_id, visible.segment,
-        blocks.segment, blocks.start_ps, blocks.end_ps, blocks.count, blocks.first_id,
-        visible.block_name_id)]
+        visible.ids, visible.start_ps, visible.end_ps, visible.name_id, blocks.segment,
+        blocks.start_ps, blocks.end_ps, blocks.count, blocks.first_id, visible.block_name_id)]
     cache.save_entry_later(_entry_key(file_key, "window"), _WINDOW_SUFFIX, header, arrays,
                            directory)
 
@@ -296,24 +296,23 @@ def _window_of(index: TraceIndex, header: dict[str, Any],
             or any(a.dtype != np.int64 or a.ndim != 1 for a in arrays)):
         raise ValueError("not a first window of this index")
     columns = dict(zip(_WINDOW_ARRAYS, arrays, strict=True))
-    events = [columns[c] for c in ("ids", "start_ps", "end_ps", "name_id", "segment")]
-    blocks = [columns[c] for c in _WINDOW_ARRAYS[5:]]
+    events = [columns[c] for c in ("ids", "start_ps", "end_ps", "name_id")]
+    blocks = [columns[c] for c in _WINDOW_ARRAYS[4:]]
     if (len({len(a) for a in events}) != 1 or len({len(a) for a in blocks}) != 1
             or not _within(columns["ids"], len(index))
             or not _within(columns["block_first_id"], len(index))
             or not _within(columns["name_id"], len(index.names))
             or not _within(columns["block_name_id"], len(index.names))
-            or not _within(columns["block_segment"], len(index.segment_track))
-            or not np.array_equal(columns["segment"], np.searchsorted(
-                index.segment_bounds, columns["ids"], "right") - 1)):
+            or not _within(columns["block_segment"], len(index.segment_track))):
         raise ValueError("the first window does not fit the index")
+    segment = np.searchsorted(index.segment_bounds, columns["ids"], "right") - 1
     visible = Visible(
         columns["ids"], int(header["num_filtered"]),
         DensityBlocks(columns["block_segment"], columns["block_start_ps"],
                       columns["block_end_ps"], columns["block_count"],
                       columns["block_first_id"]) if len(blocks[0]) else NO_BLOCKS,
         columns["start_ps"], columns["end_ps"], columns["name_id"], columns["block_name_id"],
-        columns["segment"])
+        segment)
     return tuple(key), visible
 
 
