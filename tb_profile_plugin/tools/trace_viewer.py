@@ -65,6 +65,16 @@ def _used_names(name_id: np.ndarray, num_names: int) -> tuple[np.ndarray, np.nda
     return np.flatnonzero(present), rank[name_id]
 
 
+def _string_ids(name_id: np.ndarray, names: list[str], strings: dict[str, int]) -> np.ndarray:
+    """The document's string ids of `name_id` (ids into `names`): each name used gets the next
+    id of `strings` the first time the document uses it, in the order of its id."""
+    used, inverse = _used_names(name_id, len(names))
+    remap = np.array([strings.setdefault(names[u], len(strings)) for u in used.tolist()],
+                     np.int64)
+    ids: np.ndarray = remap[inverse]
+    return ids
+
+
 def _column(parts: list[np.ndarray], dtype: type = np.int64) -> np.ndarray:
     """One column of the document: the hosts' parts joined, as a contiguous int64 or float64
     array. The document keeps numpy columns, not lists: json_text.py hands them to orjson,
@@ -118,27 +128,21 @@ def build(request: ViewRequest) -> dict[str, Any]:
         ids = visible.ids
         filtered += visible.num_filtered
         track = index.segment_track[visible.segment]
-        used, inverse = _used_names(visible.name_id, len(index.names))
-        remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
-                          for u in used.tolist()], np.int64)
         start = visible.start_ps
         columns["id"].append(ids + h.id_offset)
         columns["pid"].append(h.track_pid[track])
         columns["tid"].append(h.track_tid[track])
-        columns["name"].append(remap[inverse.ravel()] if len(ids) else np.zeros(0, np.int64))
+        columns["name"].append(_string_ids(visible.name_id, index.names, strings))
         columns["start"].append((start + h.shift_ps) / _PS_PER_US)
         columns["duration"].append((visible.end_ps - start) / _PS_PER_US)
         columns["depth"].append(index.segment_depth[visible.segment])
         blocks = visible.blocks
         if len(blocks):
             block_track = index.segment_track[blocks.segment]
-            used, inverse = _used_names(visible.block_name_id, len(index.names))
-            remap = np.array([strings.setdefault(index.names[int(u)], len(strings))
-                              for u in used.tolist()], np.int64)
             density["pid"].append(h.track_pid[block_track])
             density["tid"].append(h.track_tid[block_track])
             density["depth"].append(index.segment_depth[blocks.segment])
-            density["name"].append(remap[inverse.ravel()])
+            density["name"].append(_string_ids(visible.block_name_id, index.names, strings))
             density["start"].append((blocks.start_ps + h.shift_ps) / _PS_PER_US)
             density["end"].append((blocks.end_ps + h.shift_ps) / _PS_PER_US)
             density["count"].append(blocks.count)
