@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,12 @@ except ImportError:  # pragma: no cover - the numpy fallback is the reference
 
 #: Set to "1" to use the numpy search even when the compiled one is built (tests compare).
 PURE_LOD_ENV = "TB_PROFILE_PURE_LOD"
+
+
+def _compiled() -> Any:
+    """The compiled module (trace/_lod.c) where it is built and not turned off by
+    `PURE_LOD_ENV`, else None (the numpy version)."""
+    return _lod if _lod is not None and os.environ.get(PURE_LOD_ENV) != "1" else None
 
 _FANOUT_BITS = 6
 FANOUT = 1 << _FANOUT_BITS
@@ -164,13 +171,14 @@ def _breaks(
     nodes = _ranges(first, last)
     part = np.repeat(np.arange(len(lo), dtype=np.int64), last - first + 1)
     children = np.arange(FANOUT, dtype=np.int64)
+    compiled = _compiled()
     for level in range(top - 1, -1, -1):
         keep = levels[level][nodes] >= threshold
         nodes, part = nodes[keep], part[keep]
-        if level == 0 and _lod is not None and os.environ.get(PURE_LOD_ENV) != "1":
+        if level == 0 and compiled is not None:
             positions = np.empty(len(nodes) * FANOUT, np.int64)
             ranges = np.empty(len(nodes) * FANOUT, np.int64)
-            count = _lod.breaks_in_blocks(
+            count = compiled.breaks_in_blocks(
                 np.ascontiguousarray(start_ps, np.int64), np.ascontiguousarray(end_ps, np.int64),
                 nodes, part, lo, hi, float(pixel_ps), positions, ranges)
             return positions[:count], ranges[:count]
@@ -282,10 +290,11 @@ def zones(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, offsets: np.ndarra
     mispredicted branches and cache misses; 5-10 ms there); this numpy loop, one search call
     per range, is the fallback and the reference (`PURE_LOD_ENV`)."""
     first, end = np.empty(len(first_keys), np.int64), np.empty(len(first_keys), np.int64)
-    if _lod is not None and os.environ.get(PURE_LOD_ENV) != "1":
-        _lod.first_at_least(np.ascontiguousarray(values, np.int64), lo, hi, offsets,
-                            np.ascontiguousarray(first_keys, np.int64), first,
-                            np.ascontiguousarray(end_keys, np.int64), end)
+    compiled = _compiled()
+    if compiled is not None:
+        compiled.first_at_least(np.ascontiguousarray(values, np.int64), lo, hi, offsets,
+                                np.ascontiguousarray(first_keys, np.int64), first,
+                                np.ascontiguousarray(end_keys, np.int64), end)
         return first, end
     for r in np.flatnonzero(np.diff(offsets)).tolist():
         here = slice(int(offsets[r]), int(offsets[r + 1]))
