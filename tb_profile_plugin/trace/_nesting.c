@@ -30,8 +30,12 @@
 #include <string.h>
 
 /* Doubled close time: 2 * end, or 2 * start + 1 for a zero-length event. */
+static inline int64_t close_time(int64_t start, int64_t end) {
+    return end == start ? 2 * start + 1 : 2 * end;
+}
+
 static inline int64_t close_of(const int64_t *s, const int64_t *e, Py_ssize_t i) {
-    return e[i] == s[i] ? 2 * s[i] + 1 : 2 * e[i];
+    return close_time(s[i], e[i]);
 }
 
 /* Event i's end: e[i], or s[i] + e[i] where `e` holds durations. */
@@ -57,7 +61,7 @@ static Py_ssize_t run_stack(const int64_t *s, const int64_t *e, int durations, P
     Py_ssize_t top = 0, deepest = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t end = end_of(s, e, i, durations);
-        int64_t close = end == s[i] ? 2 * s[i] + 1 : 2 * end;
+        int64_t close = close_time(s[i], end);
         while (top && stack[top - 1] < close) top--;
         if (at) {
             int64_t slot = at[top]++;
@@ -385,8 +389,8 @@ static PyObject *lower_to_ancestors(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"depth_order", depth_order, METH_VARARGS,
-     "depth_order(start, end, order_out[, names, start_out, end_out, names_out]) -> counts "
-     "per depth (see trace/_nesting.c)"},
+     "depth_order(start, end, order_out[, names, start_out, end_out, names_out, durations]) "
+     "-> counts per depth (see trace/_nesting.c)"},
     {"depth_parent", depth_parent, METH_VARARGS,
      "depth_parent(start, end, depth_out, parent_out): depth and parent of events in start "
      "order (see trace/_nesting.c)"},
