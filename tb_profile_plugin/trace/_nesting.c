@@ -212,7 +212,7 @@ static PyObject *depth_parent(PyObject *self, PyObject *args) {
                         "depth_out must be int32[n], parent_out int32[n] or int64[n]");
         goto done;
     }
-    if (parent.len == 4 * n && n && offset + n > INT32_MAX) {
+    if (parent.len == 4 * n && n && offset > (long long)INT32_MAX - n) {  /* no overflow */
         PyErr_SetString(PyExc_ValueError, "int32 parents cannot hold these positions");
         goto done;
     }
