@@ -6,8 +6,9 @@
  * writable buffer owning its memory. Python wraps the columns with numpy.frombuffer (no
  * copy). It walked the line twice before, once to count: the 20M-event capture's decode
  * took 1.75 s, 1.1-1.4 s in one pass. (Huge pages, asked for with madvise, made it slower
- * and more variable on the VM measured: 1.3-3.2 s, first touches of 2 MiB.) The pure-numpy decoder in wire_numpy.py computes the same
- * columns and stays the reference; tests check that both agree with protobuf's own parse.
+ * and more variable on the VM measured: 1.3-3.2 s, first touches of 2 MiB.) The pure-numpy
+ * decoder in wire_numpy.py computes the same columns and stays the reference; tests check
+ * that both agree with protobuf's own parse.
  *
  * Returned tuple (all integers little-endian, native width as named):
  *   id, display_id, name (bytes), display_name (bytes), timestamp_ns, duration_ps,
@@ -73,7 +74,10 @@ typedef struct {
 static int col_reserve(Col *c, size_t count) {
     if (count <= c->cap) return 1;
     size_t cap = c->cap ? c->cap : 256;
-    while (cap < count) cap *= 2;
+    while (cap < count) {
+        if (cap > SIZE_MAX / 2 / c->item) return 0;  /* cap * item would overflow */
+        cap *= 2;
+    }
     char *grown = realloc(c->data, cap * c->item);
     if (!grown) return 0;
     c->data = grown;
