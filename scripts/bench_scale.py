@@ -188,14 +188,14 @@ from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.store import ProfileStore
 view = registry.VIEWS["trace_viewer" if work.startswith("trace") else
                      {"overview": "overview_page"}.get(work, work)]
-t = time.perf_counter()
-profile = ProfileStore().open(path)
-out = {"open_s": time.perf_counter() - t, "decoder": profile.decoder,
-       "events": profile.num_events}
 try:  # what the server sends (orjson); a tree from before json_text.py: the stdlib's
     from tb_profile_plugin.json_text import json_bytes as serialise
 except ImportError:
     serialise = json.dumps
+t = time.perf_counter()
+profile = ProfileStore().open(path)
+out = {"open_s": time.perf_counter() - t, "decoder": profile.decoder,
+       "events": profile.num_events}
 doc = view.build(registry.ViewRequest("bench", "host", {"host": profile}, {}))
 serialise(doc)
 out["s"] = time.perf_counter() - t
