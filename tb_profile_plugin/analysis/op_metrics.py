@@ -115,33 +115,49 @@ def _eager(table: EventTable, parent: np.ndarray) -> np.ndarray:
     return under(eager_root, parent) & ~under(executor, parent)
 
 
+class _OpSums:
+    """Per-op sums of runs (`add`, any number of times: integer sums, any order), and the table
+    of the ops that ran (`table`)."""
+
+    def __init__(self, num_keys: int) -> None:
+        self.occurrences = np.zeros(num_keys, np.int64)
+        self.total = np.zeros(num_keys, np.int64)
+        self.own = np.zeros(num_keys, np.int64)
+        self.eager_own = np.zeros(num_keys, np.int64)
+        self.smallest = np.full(num_keys, np.iinfo(np.int64).max, np.int64)
+
+    def add(self, key_of_event: np.ndarray, duration: np.ndarray, self_time: np.ndarray,
+            eager: np.ndarray) -> None:
+        self.occurrences += np.bincount(key_of_event, minlength=len(self.occurrences))
+        np.add.at(self.total, key_of_event, duration)
+        np.add.at(self.own, key_of_event, self_time)
+        np.add.at(self.eager_own, key_of_event[eager], self_time[eager])  # (no column of zeros)
+        np.minimum.at(self.smallest, key_of_event, duration)
+
+    def table(self, keys: list[str], types: list[str], categories: list[str],
+              idle_ps: int | None) -> OpTable:
+        rows = np.flatnonzero(self.occurrences > 0)
+        table = OpTable(
+            [keys[i] for i in rows], [types[i] for i in rows], [categories[i] for i in rows],
+            self.occurrences[rows], self.total[rows], self.own[rows], self.eager_own[rows],
+            self.smallest[rows],
+        )
+        if idle_ps is None:
+            return table
+        one = np.array([idle_ps], np.int64)
+        return OpTable(table.name + [IDLE], table.type + [IDLE], table.category + [IDLE],
+                       np.append(table.occurrences, 0), np.append(table.total_ps, one),
+                       np.append(table.self_ps, one), np.append(table.eager_self_ps, 0),
+                       np.append(table.min_ps, 0))
+
+
 def _aggregate(
     keys: list[str], key_of_event: np.ndarray, duration: np.ndarray, self_time: np.ndarray,
     eager: np.ndarray, types: list[str], categories: list[str], idle_ps: int | None,
 ) -> OpTable:
-    k = len(keys)
-    occurrences = np.bincount(key_of_event, minlength=k).astype(np.int64)
-    total = np.zeros(k, np.int64)
-    own = np.zeros(k, np.int64)
-    eager_own = np.zeros(k, np.int64)
-    smallest = np.full(k, np.iinfo(np.int64).max, np.int64)
-    np.add.at(total, key_of_event, duration)
-    np.add.at(own, key_of_event, self_time)
-    np.add.at(eager_own, key_of_event[eager], self_time[eager])  # (no column of zeros)
-    np.minimum.at(smallest, key_of_event, duration)
-    used = occurrences > 0
-    rows = np.flatnonzero(used)
-    table = OpTable(
-        [keys[i] for i in rows], [types[i] for i in rows], [categories[i] for i in rows],
-        occurrences[rows], total[rows], own[rows], eager_own[rows], smallest[rows],
-    )
-    if idle_ps is None:
-        return table
-    one = np.array([idle_ps], np.int64)
-    return OpTable(table.name + [IDLE], table.type + [IDLE], table.category + [IDLE],
-                   np.append(table.occurrences, 0), np.append(table.total_ps, one),
-                   np.append(table.self_ps, one), np.append(table.eager_self_ps, 0),
-                   np.append(table.min_ps, 0))
+    sums = _OpSums(len(keys))
+    sums.add(key_of_event, duration, self_time, eager)
+    return sums.table(keys, types, categories, idle_ps)
 
 
 def _direct_self_times(table: EventTable, events: np.ndarray, duration: np.ndarray,
@@ -163,32 +179,74 @@ def _direct_self_times(table: EventTable, events: np.ndarray, duration: np.ndarr
     return np.maximum(duration - child_sum, 0)
 
 
+class _LineIdle:
+    """IDLE of lines taken part by part (each line whole in one part): per line, its span
+    (first op start to last op end) minus the sum of its ops' self times."""
+
+    def __init__(self, num_lines: int) -> None:
+        self.first = np.full(num_lines, np.iinfo(np.int64).max, np.int64)
+        self.last = np.full(num_lines, np.iinfo(np.int64).min, np.int64)
+        self.self_sum = np.zeros(num_lines)
+        self.present = np.zeros(num_lines, bool)
+
+    def add_spans(self, line: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+        np.minimum.at(self.first, line, start)
+        np.maximum.at(self.last, line, end)
+        self.present[line] = True
+
+    def add_self_times(self, line: np.ndarray, self_time: np.ndarray) -> None:
+        # (each line lies in one part: its sum is the one a single bincount gives)
+        self.self_sum += np.bincount(line, weights=self_time, minlength=len(self.self_sum))
+
+    def idle_ps(self) -> int:
+        p = np.flatnonzero(self.present)
+        return int(np.sum(np.maximum(self.last[p] - self.first[p]
+                                     - self.self_sum[p].astype(np.int64), 0)))
+
+
+def _part_self_times(table: EventTable, part: np.ndarray, line: np.ndarray,
+                     idle: _LineIdle) -> np.ndarray:
+    """Self times of `part`, whole lines of op events (line-major), with their spans and self
+    times added to `idle`."""
+    start, end = table.start_ps[part], table.end_ps[part]
+    idle.add_spans(line, start, end)
+    self_time = _direct_self_times(table, part, end - start, start, end, line)
+    idle.add_self_times(line, self_time)
+    return self_time
+
+
+def _line_parents(line: np.ndarray, start: np.ndarray, end: np.ndarray,
+                  num_lines: int) -> np.ndarray:
+    """The nesting parent of each of events given line-major (`line`: each one's, sorted)."""
+    counts = np.bincount(line, minlength=num_lines)
+    bounds = np.zeros(num_lines + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    return compute_nesting(start, end, bounds).parent
+
+
+def _self_times_of(parent: np.ndarray, duration: np.ndarray) -> np.ndarray:
+    """Each event's duration minus those of its direct children (`parent`: nesting parents)."""
+    # The children's durations summed into their parent's slot + 1 (slot 0 takes the events
+    # with no parent): no compressed copies of the parents and durations.
+    child_sum = np.zeros(len(duration) + 1, np.int64)
+    np.add.at(child_sum, parent + 1, duration)
+    self_time = child_sum[1:]
+    np.subtract(duration, self_time, out=self_time)
+    return np.maximum(self_time, 0, out=self_time)
+
+
 def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]:
     """Self time of each of `events` (minus direct children among them) and the IDLE per line.
 
     Lines are independent, so they are taken a few at a time (whole lines, about
     `column_sizes.CHUNK_EVENTS` events per part): the part's times, nesting and sums are its own
-    temporaries, not columns of every op event (on a host of many threads, 0.3 GB less at
-    10M events)."""
-    num_lines = len(table.lines)
+    temporaries, not columns of every op event."""
     line = table.line_index[events]
-    counts = np.bincount(line, minlength=num_lines)
     self_time = np.empty(len(events), np.int64)
-    first = np.full(num_lines, np.iinfo(np.int64).max, np.int64)
-    last = np.full(num_lines, np.iinfo(np.int64).min, np.int64)
-    per_line_self = np.zeros(num_lines)
+    idle = _LineIdle(len(table.lines))
     for lo, hi in whole_group_parts(line, column_sizes.CHUNK_EVENTS):  # (events: line-major)
-        part, part_line = events[lo:hi], line[lo:hi]
-        start, end = table.start_ps[part], table.end_ps[part]
-        self_time[lo:hi] = _direct_self_times(table, part, end - start, start, end, part_line)
-        np.minimum.at(first, part_line, start)
-        np.maximum.at(last, part_line, end)
-        # (each line lies in one part: its sum is the one a single bincount gives)
-        per_line_self += np.bincount(part_line, weights=self_time[lo:hi], minlength=num_lines)
-    present = np.flatnonzero(counts)
-    idle = int(np.sum(np.maximum(last[present] - first[present]
-                                 - per_line_self[present].astype(np.int64), 0)))
-    return self_time, idle
+        self_time[lo:hi] = _part_self_times(table, events[lo:hi], line[lo:hi], idle)
+    return self_time, idle.idle_ps()
 
 
 def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
@@ -229,8 +287,6 @@ def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
     extra = tagged[[tagged_ops[c] is not None for c in op_code[tagged]]] if len(tagged) else tagged
     is_host_op = host_by_name.copy()
     is_host_op[extra] = True
-    host_events = np.flatnonzero(is_host_op)  # line-major order
-    self_time, idle = _self_times(table, host_events)
     index: dict[str, int] = {}
     types_by_key: list[str] = []
     categories_by_key: list[str] = []
@@ -242,24 +298,53 @@ def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
             categories_by_key.append(_CATEGORY_NAMES.get(op.category, ""))
         return index[op.name]
 
-    name_to_key = np.full(len(parsed), -1, np.int64)
-    named = np.bincount(table.name_id[host_events[host_by_name[host_events]]],
-                        minlength=len(parsed))
+    name_to_key = np.full(len(parsed), -1, np.int32)
+    named = np.bincount(table.name_id[host_by_name], minlength=len(parsed))
     for name_id in np.flatnonzero(named).tolist():  # distinct op names, in name order
         name_to_key[name_id] = key_of(parsed[name_id])
-    event_key = name_to_key[table.name_id[host_events]]
-    if len(extra):
-        positions = np.searchsorted(host_events, extra)
-        code_key = {int(c): key_of(op) for c in np.unique(op_code[extra]).tolist()
-                    if (op := tagged_ops[c]) is not None}
-        event_key[positions] = [code_key[c] for c in op_code[extra].tolist()]
-    host = _aggregate(list(index), event_key, table.durations_of(host_events), self_time,
-                      eager[host_events], types_by_key, categories_by_key,
-                      int(idle) if len(host_events) else None)
+    code_to_key = np.full(len(op_texts), -1, np.int32)
+    for c in np.unique(op_code[extra]).tolist():  # distinct tagged ops, after the names
+        code_to_key[c] = key_of(tagged_ops[c])  # type: ignore[arg-type]
+    host = _host_op_table(table, is_host_op, host_by_name, name_to_key, op_code, code_to_key,
+                          eager, list(index), types_by_key, categories_by_key)
 
     host = _with_xla_host_ops(table, host, ~on_device & ~is_host_op, eager)
     device, device_tf_ops, facts = _device_ops(table, on_device, eager)
     return OpMetrics(host, device, device_tf_ops, 0, 0, facts)
+
+
+def _host_op_table(table: EventTable, is_host_op: np.ndarray, host_by_name: np.ndarray,
+                   name_to_key: np.ndarray, op_code: np.ndarray, code_to_key: np.ndarray,
+                   eager: np.ndarray, keys: list[str], types: list[str],
+                   categories: list[str]) -> OpTable:
+    """The host op table, summed over parts of whole lines (about `column_sizes.CHUNK_EVENTS`
+    events each): an op event's key, time and nesting are a part's temporaries, never columns
+    of every op event (on the 2.4M-event capture 44 MB less at the analysis' peak). An event
+    named like an op takes its name's key, a tagged one its `tf_op` text's."""
+    sums = _OpSums(len(keys))
+    idle = _LineIdle(len(table.lines))
+    for lo, hi in whole_group_parts(table.line_index, column_sizes.CHUNK_EVENTS):
+        mask = is_host_op[lo:hi]  # (compressed slices: no index array of the part's events)
+        if not mask.any():
+            continue
+        line = table.line_index[lo:hi][mask]
+        # Gathered copies of the part's starts and ends; the ends become the durations in
+        # place once nested, so the times cost 24 bytes per op event at most beside `line`.
+        start, duration = table.start_ps[lo:hi][mask], table.end_ps[lo:hi][mask]
+        idle.add_spans(line, start, duration)
+        parent = _line_parents(line, start, duration, len(table.lines))
+        np.subtract(duration, start, out=duration)
+        del start
+        self_time = _self_times_of(parent, duration)
+        del parent
+        idle.add_self_times(line, self_time)
+        key = name_to_key[table.name_id[lo:hi][mask]]
+        tagged = ~host_by_name[lo:hi][mask]
+        if tagged.any():
+            key[tagged] = code_to_key[op_code[lo:hi][mask][tagged]]
+        sums.add(key, duration, self_time, eager[lo:hi][mask])
+    return sums.table(keys, types, categories,
+                      idle.idle_ps() if sums.occurrences.any() else None)
 
 
 def _device_ops(table: EventTable, on_device: np.ndarray,

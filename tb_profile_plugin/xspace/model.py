@@ -218,7 +218,7 @@ class EventMetadataTable:
 class EventColumns:
     """The events of one line, in file order."""
 
-    metadata_id: np.ndarray  # int64
+    metadata_id: np.ndarray  # int32 (int64 on a line whose ids do not all fit int32)
     start_ps: np.ndarray  # int64, from Profile.origin_ns
     duration_ps: np.ndarray  # int64
     num_occurrences: np.ndarray | None  # int64; None unless some event is an aggregate

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tb_profile_plugin.analysis.events import build_event_table
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.xspace.decode import compiled_decoder_available, decode_xspace
 from tb_profile_plugin.xspace.model import Profile
@@ -371,3 +372,30 @@ def test_the_scope_range_plane_is_kept_by_name_alone(pure: bool) -> None:
     assert cpu_plane is not None and cpu_plane.num_events == 1
     assert_same_as_protobuf(data, profile)
     assert elapsed < 1.0, elapsed
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+def test_metadata_ids_are_int32_unless_a_line_holds_a_wider_one(pure: bool) -> None:
+    """Real ids are small: a line keeps them in 4 bytes an event; a line with an id past
+    int32 (negative or 2^40) keeps int64, and every event still finds its name."""
+    b = XSpaceBuilder()
+    cpu = b.plane("/host:CPU")
+    small = cpu.line("small ids", line_id=1)
+    small.event("a:MatMul", 0, 10)
+    small.event("b:AddV2", 20, 10)
+    wide = cpu.line("wide ids", line_id=2)
+    wide.event("a:MatMul", 0, 10)
+    plane = b.space.planes[0]
+    for meta_id, name in ((2**40, "far"), (-(2**33), "below")):
+        plane.event_metadata[meta_id].id = meta_id
+        plane.event_metadata[meta_id].name = name
+        plane.lines[1].events.add(metadata_id=meta_id, offset_ps=30, duration_ps=5)
+    data = b.serialize()
+    profile = decode_xspace(data, pure=pure)
+    assert_same_as_protobuf(data, profile)
+    lines = profile.planes[0].lines
+    assert lines[0].events.metadata_id.dtype == np.int32
+    assert lines[1].events.metadata_id.dtype == np.int64
+    table = build_event_table(profile)
+    assert [table.names[i] for i in table.name_id.tolist()] == [
+        "a:MatMul", "b:AddV2", "a:MatMul", "far", "below"]
