@@ -211,7 +211,10 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
     # (at 10M events each join is a second copy of a column).
     total = int(bounds[-1])
     name_id = np.empty(total, np.int32)  # (a profile has far fewer than 2^31 names)
-    start = np.empty(total, np.int64)
+    # The starts are copied once, then the lines hold views of the copy (`_share_starts`); a
+    # later table of the same lines finds them side by side in it and copies nothing.
+    shared = _shared_starts([line for _, _, line in chosen], total)
+    start = shared if shared is not None else np.empty(total, np.int64)
     end = np.empty(total, np.int64)
     name_index: dict[str, int] = {}
     # Names of the metadata the events use, per plane in metadata order: a plane may define
@@ -229,7 +232,8 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
             name_id[part] = meta.rows_of(metadata_id[at : at + chunk])
         used = used_of.setdefault(p_index, np.zeros(len(meta.ids) + 1, bool))
         used[name_id[lo:hi]] = True  # -1 marks the last slot
-        start[lo:hi] = line.events.start_ps
+        if shared is None:
+            start[lo:hi] = line.events.start_ps
         np.add(start[lo:hi], line.events.duration_ps, out=end[lo:hi])
     local_ids_of: dict[int, np.ndarray] = {}
     for p_index, used in used_of.items():
@@ -243,6 +247,8 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         # -1 takes the last slot (-1); "wrap" writes in place without a buffered copy.
         np.take(local_ids_of[p_index], name_id[lo:hi], out=name_id[lo:hi], mode="wrap")
+    if shared is None:
+        _share_starts(chosen, bounds, start)
     names = list(name_index)
     unknown = "<unknown event metadata>"
     if np.any(name_id < 0):
@@ -260,3 +266,34 @@ def build_event_table(profile: Profile, plane_filter: object = None) -> EventTab
         name_id=name_id,
         names=names,
     )
+
+
+def _share_starts(chosen: list[tuple[int, Plane, Line]], bounds: np.ndarray,
+                  start: np.ndarray) -> None:
+    """Makes `start` (the table's copy of the lines' starts) read-only and each line hold its
+    part of it in place of its own column: one copy of the starts, not two."""
+    start.flags.writeable = False
+    for k, (_, _, line) in enumerate(chosen):
+        if len(line.events):
+            line.events.share_starts(start[int(bounds[k]) : int(bounds[k + 1])])
+
+
+def _shared_starts(lines: list[Line], total: int) -> np.ndarray | None:
+    """The lines' starts as one read-only column without a copy, where they already lie side
+    by side in one (an earlier table's, `_share_starts`); else None."""
+    columns = [line.events.start_ps for line in lines if len(line.events)]
+    if not columns:
+        return None
+    first = columns[0]
+    base = first.base
+    if (not isinstance(base, np.ndarray) or base.dtype != np.int64 or base.ndim != 1
+            or base.flags.writeable or not base.flags.c_contiguous):
+        return None
+    address = first.__array_interface__["data"][0]
+    for column in columns:
+        if (column.base is not base or not column.flags.c_contiguous
+                or column.__array_interface__["data"][0] != address):
+            return None
+        address += column.nbytes
+    begin = (first.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // 8
+    return base[begin : begin + total]

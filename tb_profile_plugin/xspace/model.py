@@ -226,6 +226,15 @@ class EventColumns:
     def __len__(self) -> int:
         return len(self.metadata_id)
 
+    def share_starts(self, start_ps: np.ndarray) -> None:
+        """Holds `start_ps`, a read-only column equal to this line's starts (the analysis'
+        event table copied them: a view of its column), in place of its own: the profile and
+        the table keep one copy of the starts, not two (8 bytes per event). The values are
+        the same, so a reader sees the same line before and after."""
+        if start_ps.flags.writeable or len(start_ps) != len(self.start_ps):
+            raise ValueError("a line shares only a read-only copy of its own starts")
+        object.__setattr__(self, "start_ps", start_ps)  # (frozen: equal values, no new state)
+
     @property
     def nbytes(self) -> int:
         extra = self.num_occurrences.nbytes if self.num_occurrences is not None else 0
