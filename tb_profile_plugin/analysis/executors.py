@@ -34,7 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any, TypeVar
 
-from tb_profile_plugin import memory_release
+from tb_profile_plugin import column_threads, memory_release
 from tb_profile_plugin.errors import EngineUnavailable
 from tb_profile_plugin.xspace import cache
 
@@ -104,8 +104,10 @@ def host_task(task: Callable[[str], T], path: str) -> T:
     allocator put back to glibc's dynamic thresholds first, where the environment fixed them
     (Dask's nanny does: 1.8x slower analysis otherwise; memory_release.py), and the freed heap
     given back after (its disk-cache writes finished first), so a long-lived worker does not
-    hold its last host's peak."""
+    hold its last host's peak. A worker takes its host's lines one after another (the pool
+    already runs a host per CPU: column_threads.py)."""
     memory_release.tune_worker_allocator()
+    column_threads.single_threaded()
     try:
         return task(path)
     finally:

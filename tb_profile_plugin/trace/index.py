@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from tb_profile_plugin import column_threads
 from tb_profile_plugin.analysis.profile_cache import per_profile
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace.depth import nesting_order, nesting_order_into
@@ -452,39 +453,30 @@ def _assemble(
     track_sizes: list[int] = []
     segment_sizes: list[np.ndarray] = []
     segment_track: list[np.ndarray] = []
+    # Where each track's events go (its slice of the columns, and of the derived lines' column
+    # for a derived track); then the tracks are placed side by side (column_threads.py: the
+    # compiled pass releases the GIL), each writing its own slices only.
+    placements: list[tuple[_Track, slice, slice | None]] = []
     at = at_derived = 0
+    for _, _, tracks in per_process:
+        for t in tracks:
+            size = len(t.start_ps)
+            derived_here = None
+            if not isinstance(t.source_line, int):
+                derived_here = slice(at_derived, at_derived + size)
+                at_derived += size
+            placements.append((t, slice(at, at + size), derived_here))
+            at += size
+    outputs = _Outputs(start_ps, end_ps, name_id, source_row, derived_source_line)
+    checkpoint()
+    counts_of = iter(column_threads.map_lines(
+        lambda placement: _place_track(*placement, outputs), placements, n))
     for pid, (plane, p_index, tracks) in enumerate(per_process, start=1):
         threads = []
         for tid, t in enumerate(tracks, start=1):
-            checkpoint()
+            counts = next(counts_of)
             size = len(t.start_ps)
-            here = slice(at, at + size)
-            at += size
-            # a line's own events: the pass writes the order straight into the source rows
-            rows_out = source_row[here] if t.source_row is None else None
-            placed = nesting_order_into(t.start_ps, t.end_or_duration_ps, t.name_id,
-                                        start_ps[here], end_ps[here], name_id[here],
-                                        durations=t.has_durations, order_out=rows_out)
-            if placed is not None:  # the columns were written in order by the same pass
-                order, counts = placed
-            else:
-                ends = t.ends()
-                order, counts = nesting_order(t.start_ps, ends)
-                np.take(t.start_ps, order, out=start_ps[here], mode="clip")
-                np.take(ends, order, out=end_ps[here], mode="clip")
-                np.take(t.name_id, order, out=name_id[here], mode="clip")
-                del ends
-            if isinstance(t.source_line, int):
-                track_source_line.append(t.source_line)
-            else:
-                track_source_line.append(-1)
-                derived_source_line[at_derived : at_derived + size] = t.source_line[order]
-                at_derived += size
-            if t.source_row is None:
-                if order is not rows_out:  # else written by the pass
-                    source_row[here] = order
-            else:
-                source_row[here] = t.source_row[order]
+            track_source_line.append(t.source_line if isinstance(t.source_line, int) else -1)
             thread = Thread(tid, t.name, tid - 1, len(counts) - 1 if size else 0,
                             size, len(flat), t.derived)
             threads.append(thread)
@@ -492,7 +484,6 @@ def _assemble(
             segment_track.append(np.full(len(counts), len(flat), np.int32))
             flat.append(thread)
             track_sizes.append(size)
-            del order
         processes.append(Process(pid, plane.name, pid - 1, p_index, threads))
 
     sizes = np.concatenate(segment_sizes) if segment_sizes else np.zeros(0, np.int64)
@@ -521,6 +512,45 @@ def _assemble(
         absolute_origin_ns=absolute_origin_ns(profile),
         num_derived_events=num_derived,
     )
+
+
+@dataclass(frozen=True)
+class _Outputs:
+    """The index's columns, which every track writes its own slices of."""
+
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    name_id: np.ndarray
+    source_row: np.ndarray
+    derived_source_line: np.ndarray
+
+
+def _place_track(t: _Track, here: slice, derived_here: slice | None,
+                 out: _Outputs) -> np.ndarray:
+    """Writes the track's events into `here` of the columns by (depth, start), and their
+    source rows (and lines, for a derived track); returns the events per depth."""
+    # a line's own events: the pass writes the order straight into the source rows
+    rows_out = out.source_row[here] if t.source_row is None else None
+    placed = nesting_order_into(t.start_ps, t.end_or_duration_ps, t.name_id,
+                                out.start_ps[here], out.end_ps[here], out.name_id[here],
+                                durations=t.has_durations, order_out=rows_out)
+    if placed is not None:  # the columns were written in order by the same pass
+        order, counts = placed
+    else:
+        ends = t.ends()
+        order, counts = nesting_order(t.start_ps, ends)
+        np.take(t.start_ps, order, out=out.start_ps[here], mode="clip")
+        np.take(ends, order, out=out.end_ps[here], mode="clip")
+        np.take(t.name_id, order, out=out.name_id[here], mode="clip")
+        del ends
+    if derived_here is not None:
+        out.derived_source_line[derived_here] = t.source_line[order]  # type: ignore[index]
+    if t.source_row is None:
+        if order is not rows_out:  # else written by the pass
+            out.source_row[here] = order
+    else:
+        out.source_row[here] = t.source_row[order]
+    return counts
 
 
 def _load_or_build(profile: Profile) -> TraceIndex:

@@ -1,0 +1,88 @@
+"""Independent per-line column work of one profile on a few threads.
+
+The compiled passes over a line's events (the decoder's walk of a line, xspace/_wire.c; the
+trace's nesting order, trace/_nesting.c) release the GIL, and lines are independent: a profile
+of many threads decodes and indexes its lines side by side (docs/trace_viewer.md, "Lines side
+by side"). Each item writes only its own outputs (its own columns, or its own disjoint slice of
+shared ones), and the results come back in the items' order, so the outcome is the one of a
+loop. A profile of one long line gains nothing and pays nothing.
+
+Threads: `TB_PROFILE_COLUMN_THREADS`, else the CPUs this process may run on, at most
+`MAX_THREADS`; 1 in a host-pool worker (`single_threaded`: the pool already runs a host per
+CPU). Work below `MIN_WORK` (events or bytes, as the caller counts it) stays on the caller's
+thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+THREADS_ENV = "TB_PROFILE_COLUMN_THREADS"
+MAX_THREADS = 4
+#: Events (or bytes) below which the lines are taken one after another: a thread hand-off costs
+#: tens of microseconds, a million events' pass tens of milliseconds.
+MIN_WORK = 1 << 20
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_single = False
+
+
+def threads() -> int:
+    """Threads the per-line work may use in this process."""
+    if _single:
+        return 1
+    configured = os.environ.get(THREADS_ENV, "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (not Linux)
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_THREADS, cpus))
+
+
+def single_threaded() -> None:
+    """This process takes lines one after another (a host-pool worker: one host per CPU)."""
+    global _single
+    _single = True
+
+
+def map_lines(function: Callable[[T], R], items: Sequence[T], work: int) -> list[R]:
+    """`[function(item) for item in items]`, on a few threads where there are several items
+    and `work` (their events or bytes) is at least `MIN_WORK`. The first exception raised is
+    raised here, after every item started has finished (none writes after the return)."""
+    count = min(threads(), len(items))
+    if count < 2 or work < MIN_WORK:
+        return [function(item) for item in items]
+    futures = [_executor(count).submit(function, item) for item in items]
+    results: list[R] = []
+    failure: BaseException | None = None
+    for future in futures:
+        try:
+            results.append(future.result())
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, once all have finished
+            failure = failure or exc
+    if failure is not None:
+        raise failure
+    return results
+
+
+def _executor(count: int) -> ThreadPoolExecutor:
+    """The process' pool (grown to `count` workers if a later call may use more)."""
+    global _pool, _pool_size
+    with _lock:
+        if _pool is None or _pool_size < count:
+            if _pool is not None:
+                _pool.shutdown(wait=False)  # (its threads end once idle)
+            _pool = ThreadPoolExecutor(count, thread_name_prefix="tb-profile-lines")
+            _pool_size = count
+        return _pool
