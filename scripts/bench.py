@@ -179,6 +179,9 @@ def main() -> int:
                         "20m_longer,20m_wider", help="with --scale: captures the reference runs on")
     parser.add_argument("--reference-timeout", type=float, default=300.0,
                         help="with --scale: seconds a reference run may take (capped beyond)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="with --scale: fresh processes per figure of ours (the median is "
+                        "reported, with the spread); the reference runs once")
     parser.add_argument("--warm", action="store_true",
                         help="cold and warm data-route requests per view (bench_warm.py)")
     parser.add_argument("--repeats", type=int, default=5, help="with --warm: warm requests")
@@ -200,7 +203,7 @@ def main() -> int:
         result = run_scale(_find(args.path or Path("/tmp/tbp_large")), args.scratch,
                            args.captures.split(","), args.works.split(","),
                            args.reference_python, args.reference_timeout,
-                           set(args.reference_captures.split(",")))
+                           set(args.reference_captures.split(",")), runs=max(1, args.runs))
         print(result["table"], file=sys.stderr)
         text = json.dumps(result, indent=2)
         print(text)

@@ -32,6 +32,10 @@ analysis views, a new empty directory for the trace):
                                each, capped by `--reference-timeout` (a capped run is reported as
                                `timeout`, never as a time)
 
+Each of our figures is the median of `--runs` such processes (default 3; the spread is
+printed beside it: on a VM one cold run can take twice another, first-touch memory), the
+reference's one run (a 20M-event reference run takes minutes).
+
 Every figure carries the child's own peak RSS (VmHWM: ru_maxrss would count the parent's RSS
 at the fork) and the 1-minute load average before
 it (the machine is shared).
@@ -264,16 +268,31 @@ def reference(python: str, work: str, path: Path, timeout_s: float) -> dict[str,
                 timeout_s)
 
 
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median time (the upper one of an even count), with every run's seconds
+    beside it (`s_runs`): on a VM one cold run can take twice another (first-touch memory)."""
+    timed = sorted((r for r in runs if "s" in r), key=lambda r: r["s"])
+    if not timed:
+        return runs[-1]
+    middle = dict(timed[len(timed) // 2])
+    middle["s_runs"] = [round(r["s"], 2) for r in runs if "s" in r]
+    return middle
+
+
 def _measure(name: str, path: Path, works: list[str], reference_python: str | None,
-             reference_timeout_s: float, reference_names: set[str]) -> dict[str, Any]:
+             reference_timeout_s: float, reference_names: set[str],
+             runs: int = 1) -> dict[str, Any]:
     row: dict[str, Any] = {"file_mb": round(path.stat().st_size / 2**20, 1)}
     for work in works:
         if work == "trace":
-            with tempfile.TemporaryDirectory() as cache_dir:
-                row["trace"] = ours("trace", path, cache_dir)
-                row["trace_reopen"] = ours("trace_reopen", path, cache_dir)
+            cold, reopened = [], []
+            for _ in range(runs):  # each cold run with an empty disk cache of its own
+                with tempfile.TemporaryDirectory() as cache_dir:
+                    cold.append(ours("trace", path, cache_dir))
+                    reopened.append(ours("trace_reopen", path, cache_dir))
+            row["trace"], row["trace_reopen"] = median_run(cold), median_run(reopened)
         else:
-            row[work] = ours(work, path, "off")
+            row[work] = median_run([ours(work, path, "off") for _ in range(runs)])
         if reference_python and name in reference_names:
             row[f"reference_{work}"] = reference(reference_python, work, path,
                                                  reference_timeout_s)
@@ -291,7 +310,10 @@ def _fmt(fig: dict[str, Any] | None) -> str:
         return f"failed: {fig['error']}"
     rss = fig["rss_mb"]
     memory = f"{rss / 1024:.2f} GB" if rss >= 1024 else f"{rss:.0f} MB"
-    return f"{fig['s']:.2f} s, {memory} (load {fig['load']})"
+    spread = ""
+    if len(fig.get("s_runs", [])) > 1:
+        spread = f"; {len(fig['s_runs'])} runs {min(fig['s_runs']):.2f}–{max(fig['s_runs']):.2f} s"
+    return f"{fig['s']:.2f} s, {memory} (load {fig['load']}{spread})"
 
 
 def _ratio(us: dict[str, Any] | None, ref: dict[str, Any] | None) -> str:
@@ -340,9 +362,9 @@ def _short(fig: dict[str, Any] | None) -> str:
 
 def run(source: Path, scratch: Path, names: list[str], works: list[str],
         reference_python: str | None, reference_timeout_s: float,
-        reference_names: set[str]) -> dict[str, Any]:
+        reference_names: set[str], runs: int = 1) -> dict[str, Any]:
     paths = make_captures(source, scratch, names)
     results = {name: _measure(name, paths[name], works, reference_python,
-                              reference_timeout_s, reference_names) for name in names}
+                              reference_timeout_s, reference_names, runs) for name in names}
     return {"cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "captures": results,
             "table": tables(results)}
