@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from tb_profile_plugin import memory_release
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -71,6 +73,7 @@ def map_lines(function: Callable[[T], R], items: Sequence[T], work: int) -> list
             results.append(future.result())
         except BaseException as exc:  # noqa: BLE001 - re-raised below, once all have finished
             failure = failure or exc
+    memory_release.release_thread_arenas()
     if failure is not None:
         raise failure
     return results

@@ -95,3 +95,13 @@ def release_after_host() -> None:
     rate-limited trims (`release_free_memory` still runs after the request)."""
     if _trim is not None:
         _trim(0)
+
+
+def release_thread_arenas() -> None:
+    """Gives the freed heap back after per-line work on threads (column_threads.py): glibc
+    gives each thread a heap of its own, and what a pool thread freed there (a decoded line's
+    grown buffers) is reused only by that thread's next work; trimmed, it is not held through
+    the analysis that follows (the 2.07M-event NVIDIA capture's overview: 706 -> 627 MB)."""
+    if _trim is not None:
+        _trim(0)
+

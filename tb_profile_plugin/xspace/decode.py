@@ -405,8 +405,9 @@ def _max_sum(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def _narrowed_ids(metadata_id: np.ndarray) -> np.ndarray:
-    """A line's event metadata ids as int32 where every one fits (real ids are small: 4 bytes
-    per event less, kept for the profile's life), else as they are (int64)."""
+    """A line's event (or stat) metadata ids as int32 where every one fits (real ids are
+    small: 4 bytes per event and per stat less, kept for the profile's life), else as they are
+    (int64)."""
     if len(metadata_id) == 0 or metadata_id.dtype == np.int32:
         return metadata_id
     limits = np.iinfo(np.int32)
@@ -416,8 +417,10 @@ def _narrowed_ids(metadata_id: np.ndarray) -> np.ndarray:
 
 
 def _build_line(raw: _RawLine, origin_ns: int) -> Line:
-    # (in `raw` too: the decoder's int64 column is freed now, not when the decode returns)
+    # (in `raw` too: the decoder's int64 columns are freed now, not when the decode returns)
     raw.metadata_id = _narrowed_ids(raw.metadata_id)
+    row, stat_ids, kind, value, length = raw.stats
+    raw.stats = (row, _narrowed_ids(stat_ids), kind, value, length)
     start_ps = raw.offset_ps
     if len(start_ps):  # an empty line's timestamp is never used (and may be far away)
         # in place: offsets become starts from the profile origin (`_check_times`: no wrap)

@@ -76,7 +76,7 @@ class StatColumns:
     """
 
     row: np.ndarray  # int32: event index in the line (metadata row; 0 for plane stats)
-    metadata_id: np.ndarray  # int64
+    metadata_id: np.ndarray  # int32 (int64 on a line whose stat ids do not all fit int32)
     kind: np.ndarray  # uint8
     value: np.ndarray  # int64 (raw bits)
     length: np.ndarray  # int32

@@ -376,8 +376,9 @@ def test_the_scope_range_plane_is_kept_by_name_alone(pure: bool) -> None:
 
 @pytest.mark.parametrize("pure", DECODERS)
 def test_metadata_ids_are_int32_unless_a_line_holds_a_wider_one(pure: bool) -> None:
-    """Real ids are small: a line keeps them in 4 bytes an event; a line with an id past
-    int32 (negative or 2^40) keeps int64, and every event still finds its name."""
+    """Real ids are small: a line keeps its event and stat metadata ids in 4 bytes each; a
+    line with an id past int32 (negative or 2^40) keeps int64, and every event still finds its
+    name, every stat its rows."""
     b = XSpaceBuilder()
     cpu = b.plane("/host:CPU")
     small = cpu.line("small ids", line_id=1)
@@ -390,12 +391,20 @@ def test_metadata_ids_are_int32_unless_a_line_holds_a_wider_one(pure: bool) -> N
         plane.event_metadata[meta_id].id = meta_id
         plane.event_metadata[meta_id].name = name
         plane.lines[1].events.add(metadata_id=meta_id, offset_ps=30, duration_ps=5)
+    small.event("c:Relu", 40, 1, step_num=7)  # a stat of a small id
+    plane.stat_metadata[2**35].id = 2**35  # and one past int32, on the wide line
+    plane.stat_metadata[2**35].name = "far stat"
+    plane.lines[1].events[0].stats.add(metadata_id=2**35, int64_value=11)
     data = b.serialize()
     profile = decode_xspace(data, pure=pure)
     assert_same_as_protobuf(data, profile)
     lines = profile.planes[0].lines
     assert lines[0].events.metadata_id.dtype == np.int32
     assert lines[1].events.metadata_id.dtype == np.int64
+    assert lines[0].stats.metadata_id.dtype == np.int32
+    assert lines[1].stats.metadata_id.dtype == np.int64
+    assert lines[1].stats.rows_with(2**35).tolist() == [0]
+    assert lines[0].stats.int_column(plane.stat_metadata[1].id, 3).tolist() == [-1, -1, 7]
     table = build_event_table(profile)
     assert [table.names[i] for i in table.name_id.tolist()] == [
-        "a:MatMul", "b:AddV2", "a:MatMul", "far", "below"]
+        "a:MatMul", "b:AddV2", "c:Relu", "a:MatMul", "far", "below"]
