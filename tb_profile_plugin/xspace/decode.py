@@ -274,6 +274,11 @@ def _decode_line(line_bytes: memoryview, pure: bool) -> _RawLine:
             _decode_line_compiled(line_bytes, raw)
     except (ValueError, DecodeError) as exc:
         raise UnreadableProfile(f"a line of the profile is malformed ({exc})") from exc
+    # Narrowed as each line is walked: the walk's int64 id columns are a line's temporaries,
+    # never those of every line at once (the file's bytes are still held then).
+    raw.metadata_id = _narrowed_ids(raw.metadata_id)
+    row, stat_ids, kind, value, length = raw.stats
+    raw.stats = (row, _narrowed_ids(stat_ids), kind, value, length)
     return raw
 
 
@@ -417,10 +422,6 @@ def _narrowed_ids(metadata_id: np.ndarray) -> np.ndarray:
 
 
 def _build_line(raw: _RawLine, origin_ns: int) -> Line:
-    # (in `raw` too: the decoder's int64 columns are freed now, not when the decode returns)
-    raw.metadata_id = _narrowed_ids(raw.metadata_id)
-    row, stat_ids, kind, value, length = raw.stats
-    raw.stats = (row, _narrowed_ids(stat_ids), kind, value, length)
     start_ps = raw.offset_ps
     if len(start_ps):  # an empty line's timestamp is never used (and may be far away)
         # in place: offsets become starts from the profile origin (`_check_times`: no wrap)
