@@ -6,7 +6,7 @@ of many threads decodes and indexes its lines side by side (docs/architecture.md
 side by side"). Each item writes only its own outputs (its own columns, or its own disjoint
 slice of shared ones), and the results come back in the items' order, so the outcome is the
 one of a loop. A profile of one long line gains nothing and pays nothing. The pool threads'
-heaps are trimmed after each batch (memory_release.release_thread_arenas).
+heaps are trimmed after each batch (memory_release.release_now).
 
 Threads: `TB_PROFILE_COLUMN_THREADS`, else the CPUs this process may run on, at most
 `MAX_THREADS`; 1 in a host-pool worker (`single_threaded`: the pool already runs a host per
@@ -66,7 +66,8 @@ def map_lines(function: Callable[[T], R], items: Sequence[T], work: int) -> list
     count = min(threads(), len(items))
     if count < 2 or work < MIN_WORK:
         return [function(item) for item in items]
-    futures = [_executor(count).submit(function, item) for item in items]
+    pool = _executor()
+    futures = [pool.submit(function, item) for item in items]
     results: list[R] = []
     failure: BaseException | None = None
     for future in futures:
@@ -74,19 +75,20 @@ def map_lines(function: Callable[[T], R], items: Sequence[T], work: int) -> list
             results.append(future.result())
         except BaseException as exc:  # noqa: BLE001 - re-raised below, once all have finished
             failure = failure or exc
-    memory_release.release_thread_arenas()
+    memory_release.release_now()
     if failure is not None:
         raise failure
     return results
 
 
-def _executor(count: int) -> ThreadPoolExecutor:
-    """The process' pool (grown to `count` workers if a later call may use more)."""
+def _executor() -> ThreadPoolExecutor:
+    """The process' pool, of `threads()` workers (a map of fewer items keeps the rest idle).
+    Made again only when `threads()` changed (its setting): the old pool is dropped, not shut
+    down, so a map still submitting to it is never refused; its idle threads end with it."""
     global _pool, _pool_size
+    size = threads()
     with _lock:
-        if _pool is None or _pool_size < count:
-            if _pool is not None:
-                _pool.shutdown(wait=False)  # (its threads end once idle)
-            _pool = ThreadPoolExecutor(count, thread_name_prefix="tb-profile-lines")
-            _pool_size = count
+        if _pool is None or _pool_size != size:
+            _pool = ThreadPoolExecutor(size, thread_name_prefix="tb-profile-lines")
+            _pool_size = size
         return _pool

@@ -14,7 +14,7 @@ at once. The analysis allocates many such temporaries: on the 2.4M-event capture
 3.9 s instead of 2.2 s (4x the page faults), which made a Dask cluster on one machine 2.3x
 slower than the local pool. `tune_worker_allocator()` (called once per worker process, before
 its first host) puts the thresholds where glibc's own dynamic rule takes them (mmap 32 MiB,
-trim 64 MiB) when such a variable fixed them; `release_after_host()` trims after each host, so
+trim 64 MiB) when such a variable fixed them; `release_now()` trims after each host, so
 a long-lived worker does not keep its last host's peak.
 """
 
@@ -89,19 +89,13 @@ def tune_worker_allocator(environ: Mapping[str, str] | None = None) -> bool:
     return True
 
 
-def release_after_host() -> None:
-    """Gives the freed heap back now, after a host's heavy work: its analysis built (before
-    the document: host_analysis.analyze), or a worker's task done. Not one of the requests'
-    rate-limited trims (`release_free_memory` still runs after the request)."""
+def release_now() -> None:
+    """Gives the freed heap back now, after heavy work that is not a request's own: a host's
+    analysis built (before the document: host_analysis.analyze), a worker's task done
+    (executors.host_task), or a batch of per-line work on threads (column_threads.py: glibc
+    gives each thread a heap of its own, and what a pool thread freed there, a decoded line's
+    grown buffers, is reused only by that thread; the 2.07M-event NVIDIA capture's overview
+    706 -> 627 MB). Not one of the requests' rate-limited trims (`release_free_memory` still
+    runs after the request)."""
     if _trim is not None:
         _trim(0)
-
-
-def release_thread_arenas() -> None:
-    """Gives the freed heap back after per-line work on threads (column_threads.py): glibc
-    gives each thread a heap of its own, and what a pool thread freed there (a decoded line's
-    grown buffers) is reused only by that thread's next work; trimmed, it is not held through
-    the analysis that follows (the 2.07M-event NVIDIA capture's overview: 706 -> 627 MB)."""
-    if _trim is not None:
-        _trim(0)
-

@@ -115,7 +115,7 @@ def host_task(task: Callable[[str], T], path: str) -> T:
         # waits for them here, so the host's columns are freed before its next host (left
         # queued, they kept the tree of 16 x 2.4M-event hosts at 1.52 GB instead of ~0.95).
         cache.flush()
-        memory_release.release_after_host()
+        memory_release.release_now()
 
 
 def is_local(pool: Executor) -> bool:

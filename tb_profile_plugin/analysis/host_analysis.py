@@ -104,7 +104,7 @@ def analyze(profile: Profile) -> HostAnalysis:
     given back here, before the document, not after the request (80 MB of a 10M-event
     overview's peak; memory_release.py)."""
     analysis = _analyze(profile, profile_forest(profile))
-    memory_release.release_after_host()
+    memory_release.release_now()
     return analysis
 
 

@@ -41,7 +41,7 @@ def test_an_analysis_gives_its_freed_heap_back_without_taking_the_requests_turn(
     keep = blocks[-1]
     del blocks
     before = _rss_bytes()
-    memory_release.release_after_host()
+    memory_release.release_now()
     assert _rss_bytes() <= before - 50 * 2**20
     assert memory_release.release_free_memory(1.0)  # the request's own trim still runs
     assert keep is not None
