@@ -23,6 +23,7 @@ An op is eager when it runs under `EagerKernelExecute` and not under `ExecutorSt
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -160,16 +161,12 @@ def _aggregate(
     return sums.table(keys, types, categories, idle_ps)
 
 
-def _direct_self_times(table: EventTable, events: np.ndarray, duration: np.ndarray,
-                       start: np.ndarray | None = None, end: np.ndarray | None = None,
-                       line: np.ndarray | None = None) -> np.ndarray:
+def _direct_self_times(table: EventTable, events: np.ndarray, duration: np.ndarray) -> np.ndarray:
     """`duration` of each of `events` minus that of the events nested directly in it on its
-    line (`events` are line-major, as the table is); `start`, `end`, `line`: theirs, when the
-    caller has gathered them already."""
-    start = table.start_ps[events] if start is None else start
-    end = table.end_ps[events] if end is None else end
-    line = table.line_index[events] if line is None else line
-    return _self_times_of(_line_parents(line, start, end, len(table.lines)), duration)
+    line (`events` are line-major, as the table is; nested by their starts and ends)."""
+    line = table.line_index[events]
+    parent = _line_parents(line, table.start_ps[events], table.end_ps[events], len(table.lines))
+    return _self_times_of(parent, duration)
 
 
 class _LineIdle:
@@ -197,17 +194,6 @@ class _LineIdle:
                                      - self.self_sum[p].astype(np.int64), 0)))
 
 
-def _part_self_times(table: EventTable, part: np.ndarray, line: np.ndarray,
-                     idle: _LineIdle) -> np.ndarray:
-    """Self times of `part`, whole lines of op events (line-major), with their spans and self
-    times added to `idle`."""
-    start, end = table.start_ps[part], table.end_ps[part]
-    idle.add_spans(line, start, end)
-    self_time = _direct_self_times(table, part, end - start, start, end, line)
-    idle.add_self_times(line, self_time)
-    return self_time
-
-
 def _line_parents(line: np.ndarray, start: np.ndarray, end: np.ndarray,
                   num_lines: int) -> np.ndarray:
     """The nesting parent of each of events given line-major (`line`: each one's, sorted)."""
@@ -226,20 +212,6 @@ def _self_times_of(parent: np.ndarray, duration: np.ndarray) -> np.ndarray:
     self_time = child_sum[1:]
     np.subtract(duration, self_time, out=self_time)
     return np.maximum(self_time, 0, out=self_time)
-
-
-def _self_times(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, int]:
-    """Self time of each of `events` (minus direct children among them) and the IDLE per line.
-
-    Lines are independent, so they are taken a few at a time (whole lines, about
-    `column_sizes.CHUNK_EVENTS` events per part): the part's times, nesting and sums are its own
-    temporaries, not columns of every op event."""
-    line = table.line_index[events]
-    self_time = np.empty(len(events), np.int64)
-    idle = _LineIdle(len(table.lines))
-    for lo, hi in whole_group_parts(line, column_sizes.CHUNK_EVENTS):  # (events: line-major)
-        self_time[lo:hi] = _part_self_times(table, events[lo:hi], line[lo:hi], idle)
-    return self_time, idle.idle_ps()
 
 
 def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
@@ -298,26 +270,37 @@ def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
     code_to_key = np.full(len(op_texts), -1, np.int32)
     for c in np.unique(op_code[extra]).tolist():  # distinct tagged ops, after the names
         code_to_key[c] = key_of(tagged_ops[c])  # type: ignore[arg-type]
-    host = _host_op_table(table, is_host_op, host_by_name, name_to_key, op_code, code_to_key,
-                          eager, list(index), types_by_key, categories_by_key)
+
+    def host_keys(lo: int, hi: int, mask: np.ndarray) -> np.ndarray:
+        """An event named like an op takes its name's key, a tagged one its `tf_op` text's."""
+        key = name_to_key[table.name_id[lo:hi][mask]]
+        tagged = ~host_by_name[lo:hi][mask]
+        if tagged.any():
+            key[tagged] = code_to_key[op_code[lo:hi][mask][tagged]]
+        return key
+
+    host = _op_table_by_lines(table, is_host_op, host_keys, eager, list(index), types_by_key,
+                              categories_by_key, with_idle=True)
 
     host = _with_xla_host_ops(table, host, ~on_device & ~is_host_op, eager)
     device, device_tf_ops, facts = _device_ops(table, on_device, eager)
     return OpMetrics(host, device, device_tf_ops, 0, 0, facts)
 
 
-def _host_op_table(table: EventTable, is_host_op: np.ndarray, host_by_name: np.ndarray,
-                   name_to_key: np.ndarray, op_code: np.ndarray, code_to_key: np.ndarray,
-                   eager: np.ndarray, keys: list[str], types: list[str],
-                   categories: list[str]) -> OpTable:
-    """The host op table, summed over parts of whole lines (about `column_sizes.CHUNK_EVENTS`
-    events each): an op event's key, time and nesting are a part's temporaries, never columns
-    of every op event (on the 2.4M-event capture 39 MB less at the analysis' peak). An event
-    named like an op takes its name's key, a tagged one its `tf_op` text's."""
+def _op_table_by_lines(table: EventTable, is_op: np.ndarray,
+                       key_of: Callable[[int, int, np.ndarray], np.ndarray], eager: np.ndarray,
+                       keys: list[str], types: list[str], categories: list[str], *,
+                       with_idle: bool) -> OpTable:
+    """The op table of the events `is_op` marks, self times among them, summed over parts of
+    whole lines (about `column_sizes.CHUNK_EVENTS` events each): an op event's key, time and
+    nesting are a part's temporaries, never columns of every op event (on the 2.4M-event
+    capture 39 MB less at the analysis' peak). `key_of(lo, hi, mask)`: the keys of the part's
+    op events (`mask` over table rows lo..hi). With `with_idle`, an IDLE row per
+    `_LineIdle`."""
     sums = _OpSums(len(keys))
     idle = _LineIdle(len(table.lines))
     for lo, hi in whole_group_parts(table.line_index, column_sizes.CHUNK_EVENTS):
-        mask = is_host_op[lo:hi]  # (compressed slices: no index array of the part's events)
+        mask = is_op[lo:hi]  # (compressed slices: no index array of the part's events)
         if not mask.any():
             continue
         line = table.line_index[lo:hi][mask]
@@ -331,13 +314,9 @@ def _host_op_table(table: EventTable, is_host_op: np.ndarray, host_by_name: np.n
         self_time = _self_times_of(parent, duration)
         del parent
         idle.add_self_times(line, self_time)
-        key = name_to_key[table.name_id[lo:hi][mask]]
-        tagged = ~host_by_name[lo:hi][mask]
-        if tagged.any():
-            key[tagged] = code_to_key[op_code[lo:hi][mask][tagged]]
-        sums.add(key, duration, self_time, eager[lo:hi][mask])
-    return sums.table(keys, types, categories,
-                      idle.idle_ps() if sums.occurrences.any() else None)
+        sums.add(key_of(lo, hi, mask), duration, self_time, eager[lo:hi][mask])
+    ran = bool(sums.occurrences.any())
+    return sums.table(keys, types, categories, idle.idle_ps() if with_idle and ran else None)
 
 
 def _device_ops(table: EventTable, on_device: np.ndarray,
@@ -457,7 +436,8 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
     if not _host_lines_may_hold_hlo_ops(table):
         return host  # (and the canonical columns of every event are not built for nothing)
     canon = table.canonical
-    events = np.flatnonzero(candidates & (canon.hlo_op >= 0))
+    is_xla = candidates & (canon.hlo_op >= 0)
+    events = np.flatnonzero(is_xla)
     if len(events) == 0:
         return host
     pairs = np.stack([canon.module[events], canon.hlo_op[events]], axis=1)
@@ -465,9 +445,15 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
     names = [f"{canon.text(m)}/{canon.text(h)}" if m >= 0 else canon.text(h)
              for m, h in uniq.tolist()]  # per distinct (module, HLO op)
     types = [canon.text(int(c)) for c in canon.op_type[events[first]].tolist()]
-    self_time, _ = _self_times(table, events)
-    xla = _aggregate(names, inverse.ravel().astype(np.int64), table.durations_of(events),
-                     self_time, eager[events], types, ["XLA"] * len(names), None)
+    inverse = inverse.ravel()
+
+    def xla_keys(lo: int, hi: int, mask: np.ndarray) -> np.ndarray:
+        """The part's XLA events are `events` between lo and hi, in order."""
+        a, b = np.searchsorted(events, [lo, hi]).tolist()
+        return inverse[a:b]
+
+    xla = _op_table_by_lines(table, is_xla, xla_keys, eager, names, types,
+                             ["XLA"] * len(names), with_idle=False)
     from_tf = host.without_idle()
     idle = host.idle_ps if host.name and host.name[-1] == IDLE else None
     rows = OpTable(from_tf.name + xla.name, from_tf.type + xla.type,
