@@ -3,7 +3,7 @@
 Every extension is optional: without a C compiler the package installs and uses their numpy
 versions, which give the same results, only slower: the line decoder
 (tb_profile_plugin/xspace/wire_numpy.py), the nesting passes (trace/depth.py and
-analysis/nesting.py: nesting order, depth and parent, ancestor marks, the forest's group
+analysis/events/nesting.py: nesting order, depth and parent, ancestor marks, the forest's group
 lowering) and the trace's level-of-detail zone search (trace/lod.py).
 """
 

@@ -6,7 +6,7 @@ times, each in a fresh child process with the disk cache off (every host is real
 
   one_host_s / one_host_peak_rss_mb     the first host alone (in process, no pool)
   all_hosts_s / all_hosts_peak_rss_mb   all N hosts: per-host analysis in the worker pool
-                                        (analysis/host_pool.py) plus the combination, i.e. the
+                                        (analysis/hosts/host_pool.py) plus the combination, i.e. the
                                         ALL_HOSTS pod viewer document
   serial_hosts_s                        the same N hosts analysed one after another in process
                                         (what the pool saves)
@@ -60,8 +60,8 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 mode, run_dir = sys.argv[2], sys.argv[3]
 from pathlib import Path
-from tb_profile_plugin.analysis import host_pool
-from tb_profile_plugin.analysis.host_analysis import analyze_file
+from tb_profile_plugin.analysis.hosts import host_pool
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze_file
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.store import ProfileStore
 paths = {p.name[:-len('.xplane.pb')]: str(p) for p in sorted(Path(run_dir).glob('*.xplane.pb'))}

@@ -40,7 +40,7 @@ COMMAND_MODULES: dict[str, str] = {
 def _tensorboard(logdir: str, port: int, host: str, scheduler: str | None = None) -> int:
     from tensorboard import program
 
-    from tb_profile_plugin.analysis import executors
+    from tb_profile_plugin.analysis.hosts import executors
 
     executors.configure(scheduler)
     argv = [sys.argv[0], "--logdir", logdir, "--port", str(port), "--host", host]

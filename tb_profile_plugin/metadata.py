@@ -12,5 +12,5 @@ CHOICE_OURS = "tb-profile"
 CHOICE_OTHER = "other"
 #: TensorBoard flag switching the capture_profile route off (`--profile_capture=off`).
 CAPTURE_FLAG = "profile_capture"
-#: TensorBoard flag naming a Dask scheduler for per-host work (analysis/executors.py).
+#: TensorBoard flag naming a Dask scheduler for per-host work (analysis/hosts/executors.py).
 SCHEDULER_FLAG = "profile_scheduler"

@@ -19,8 +19,8 @@ from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_profile_plugin import memory_release, metadata, request_budget
-from tb_profile_plugin.analysis import executors, host_pool, host_progress
-from tb_profile_plugin.analysis.host_facts import HostFacts
+from tb_profile_plugin.analysis.hosts import executors, host_pool, host_progress
+from tb_profile_plugin.analysis.hosts.host_facts import HostFacts
 from tb_profile_plugin.document_cache import DocumentCache, DocumentKey, Encoded
 from tb_profile_plugin.errors import (
     BadRequest,
@@ -225,7 +225,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
 
     def _serve_progress(self, request: Request) -> Response:
         """Hosts done / total of the newest request of `run` that reads several hosts
-        (analysis/host_progress.py); before any, phase null and 0 / 0."""
+        (analysis/hosts/host_progress.py); before any, phase null and 0 / 0."""
         tracker = self._trackers.newest(request.args.get("run", ""))
         return _json(request, (tracker or host_progress.Tracker()).to_json())
 
@@ -430,7 +430,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
 
     def _readable_facts(self, run: Run) -> tuple[dict[str, HostFacts], list[str]]:
         """The facts of the run's readable hosts, and the unreadable hosts. Several hosts'
-        facts come from the executor's workers (analysis/host_pool.py): the server does not
+        facts come from the executor's workers (analysis/hosts/host_pool.py): the server does not
         decode them."""
         paths = {host: run.xplane_path(host) for host in run.hosts}
         facts = host_pool.facts_of_files(paths, self._store)

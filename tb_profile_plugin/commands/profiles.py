@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tb_profile_plugin.analysis import executors, host_pool
+from tb_profile_plugin.analysis.hosts import executors, host_pool
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.errors import NotFound
 from tb_profile_plugin.logdir import ALL_HOSTS, XPLANE_SUFFIX, LogDir, Run, hosts_in

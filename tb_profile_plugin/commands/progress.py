@@ -7,7 +7,7 @@ whatever the stream and size (on a stream that is no terminal, one line per chan
 once a second and at the end of each pass over the hosts, instead of a bar redrawn in place),
 `never` hides it. Work advances in stages
 (one per file decoded, one per analysis); while a stage works on several hosts (the executor's
-workers analysing a run's hosts, analysis/host_progress.py) the bar counts those hosts done /
+workers analysing a run's hosts, analysis/hosts/host_progress.py) the bar counts those hosts done /
 total. A ticker redraws the elapsed time every quarter second, so a long single stage still
 shows the command is alive. The line is erased when the work ends.
 """
@@ -21,7 +21,7 @@ import time
 from types import TracebackType
 from typing import TextIO
 
-from tb_profile_plugin.analysis import host_progress
+from tb_profile_plugin.analysis.hosts import host_progress
 
 MIN_BYTES_ENV = "TB_PROFILE_PROGRESS_MIN_BYTES"
 #: "always" or "never" (default: a terminal and large work).
@@ -79,7 +79,7 @@ class Progress:
         self.finish()
 
     def _on_hosts(self, tracker: host_progress.Tracker) -> None:
-        """A host of the current stage is done (analysis/host_progress.py)."""
+        """A host of the current stage is done (analysis/hosts/host_progress.py)."""
         with self._lock:
             self._hosts = (tracker.words(), tracker.done, tracker.total)
         self._draw()

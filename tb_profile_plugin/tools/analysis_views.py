@@ -1,9 +1,9 @@
 """What the analysis views share: the requested host's analysis, or every host's combined.
 
 One host: its analysis, memoised per decoded profile. Several (ALL_HOSTS): every host's
-analysis from the per-file cache or the executor's workers (analysis/host_pool.py,
-analysis/executors.py: the local process pool or a Dask cluster) when the request knows the
-files, else in this process, combined by analysis/multi_host.py; the step
+analysis from the per-file cache or the executor's workers (analysis/hosts/host_pool.py,
+analysis/hosts/executors.py: the local process pool or a Dask cluster) when the request knows the
+files, else in this process, combined by analysis/hosts/multi_host.py; the step
 intersection is explained in the diagnostics.
 """
 
@@ -13,16 +13,16 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from tb_profile_plugin.analysis.advice import step_diagnostics
-from tb_profile_plugin.analysis.breakdown import steps_json
-from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
-from tb_profile_plugin.analysis.forest import PRODUCER_RULE
-from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze
-from tb_profile_plugin.analysis.host_pool import analyze_files, per_file
-from tb_profile_plugin.analysis.multi_host import MultiHost, alignment_diagnostics, combine
-from tb_profile_plugin.analysis.op_analysis import OpAnalysis, profile_ops
-from tb_profile_plugin.analysis.op_metrics import OpFacts
-from tb_profile_plugin.analysis.step_db import StepDb
+from tb_profile_plugin.analysis.advice.recommendations import step_diagnostics
+from tb_profile_plugin.analysis.events.forest import PRODUCER_RULE
+from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis, analyze
+from tb_profile_plugin.analysis.hosts.host_pool import analyze_files, per_file
+from tb_profile_plugin.analysis.hosts.multi_host import MultiHost, alignment_diagnostics, combine
+from tb_profile_plugin.analysis.ops.op_analysis import OpAnalysis, profile_ops
+from tb_profile_plugin.analysis.ops.op_metrics import OpFacts
+from tb_profile_plugin.analysis.steps.breakdown import steps_json
+from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
+from tb_profile_plugin.analysis.steps.step_db import StepDb
 from tb_profile_plugin.tools.document import Diagnostics
 from tb_profile_plugin.tools.registry import RunFacts, ViewRequest
 from tb_profile_plugin.xspace.model import Profile
@@ -54,7 +54,7 @@ def per_host_parts(
 ) -> dict[str, T]:
     """Each requested host's `part(profile)`, in host order: for several hosts whose files are
     known, `part_of_file(path)` on the executor's workers, cached per file under `kind`
-    (analysis/host_pool.py), so the server decodes none of them; else here."""
+    (analysis/hosts/host_pool.py), so the server decodes none of them; else here."""
     if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
         paths = {h: request.paths[h] for h in request.profiles}
         host_of = {p: h for h, p in paths.items()}
@@ -65,7 +65,7 @@ def per_host_parts(
 
 def op_analyses(request: ViewRequest) -> list[OpAnalysis | HostAnalysis]:
     """What the op views (TensorFlow stats, kernel stats) need of every requested host: its
-    op tables and kernels, without steps (analysis/op_analysis.py); several hosts with files
+    op tables and kernels, without steps (analysis/ops/op_analysis.py); several hosts with files
     go through the executor's host analyses, which hold the same tables."""
     if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
         return list(host_analyses(request).values())

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tb_profile_plugin.analysis import host_pool
-from tb_profile_plugin.analysis.breakdown import CATEGORY_LABELS
+from tb_profile_plugin.analysis.hosts import host_pool
+from tb_profile_plugin.analysis.steps.breakdown import CATEGORY_LABELS
 from tb_profile_plugin.errors import NotFound
 from tb_profile_plugin.logdir import ALL_HOSTS
 from tb_profile_plugin.tools import registry
@@ -87,7 +87,7 @@ def pair_hosts(a: Side, b: Side) -> tuple[str, str]:
 def _profiles(side: Side, host: str, open_profile: Callable[[str], Profile]
               ) -> Mapping[str, Profile]:
     """The host's profile; for ALL_HOSTS of several, profiles opened only when read (the
-    overview and op tables come from the executor's workers: analysis/host_pool.py)."""
+    overview and op tables come from the executor's workers: analysis/hosts/host_pool.py)."""
     hosts = list(side.files) if host == ALL_HOSTS else [host]
     if len(hosts) > 1:
         return registry.LazyProfiles({h: side.files[h] for h in hosts}, open_profile)

@@ -14,7 +14,7 @@ input time: with ratio = min(1, average H2D time / average step time), non-enque
 enqueue * (1 - ratio) / ratio, or the whole tf.data time when nothing is enqueued.
 
 Advice (`advice`, `advice_withheld`): the overview's input advice, each piece checked against
-the tf.data pipeline (analysis/input_advice.py).
+the tf.data pipeline (analysis/advice/input_advice.py).
 
 ALL_HOSTS: the steps are the overview's (common steps, each the slowest host's), the input ops
 are summed over hosts.
@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.breakdown import Stats, category_ps, verdict
-from tb_profile_plugin.analysis.host_analysis import HostAnalysis
-from tb_profile_plugin.analysis.input_advice import input_advice
-from tb_profile_plugin.analysis.step_db import EventType
+from tb_profile_plugin.analysis.advice.input_advice import input_advice
+from tb_profile_plugin.analysis.advice.verdict_basis import tf_data_verdict
+from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis
+from tb_profile_plugin.analysis.steps.breakdown import Stats, category_ps, verdict
+from tb_profile_plugin.analysis.steps.step_db import EventType
 from tb_profile_plugin.tools.analysis_views import (
     has_host_events,
     multi_host_keys,
@@ -39,7 +40,6 @@ from tb_profile_plugin.tools.analysis_views import (
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.overview_page import steps_table
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
-from tb_profile_plugin.tools.verdict_basis import tf_data_verdict
 
 NAME = "input_pipeline_analyzer"
 VERSION = 1

@@ -3,7 +3,7 @@
 Each row: the kernel, its launch shape, shared memory per block (LDS on AMD), whether it uses
 matrix units (Tensor Cores, AMD Matrix Cores) and whether its op could, the launching op
 (`op_name`: TF `name:Type` or the JAX op path), the HLO op it ran (`hlo_op`, "" outside XLA)
-and its times (analysis/kernel_stats.py has the rules).
+and its times (analysis/ops/kernel_stats.py has the rules).
 
 Offered only for profiles with GPU planes. A GPU profile whose device planes hold no kernel
 with `kernel_details` says why in its diagnostics (the GPU tracer did not record kernels).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tb_profile_plugin.analysis.multi_host import merge_kernel_stats
+from tb_profile_plugin.analysis.hosts.multi_host import merge_kernel_stats
 from tb_profile_plugin.tools.analysis_views import op_analyses
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register

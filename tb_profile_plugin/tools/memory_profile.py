@@ -3,7 +3,7 @@
 Parameters (all optional): `memory_id` (an allocator, default the first of `memory_ids`),
 `start_time_ms` / `end_time_ms` (the timeline's range, ms from the profile's start; the
 summary and breakdown always cover the whole profile). The timeline has at most
-MAX_TIMELINE_POINTS points (analysis/memory_timeline.py): a zoomed range with fewer
+MAX_TIMELINE_POINTS points (analysis/memory/timeline.py): a zoomed range with fewer
 snapshots gets every one of them.
 
 Offered for every run with host events: a profile whose allocators recorded nothing gets a
@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.memory import (
+from tb_profile_plugin.analysis.memory.peak import MemoryPeak, breakdown, find_peak
+from tb_profile_plugin.analysis.memory.snapshots import (
     AllocatorSnapshots,
     MemorySnapshots,
     data_type_name,
     memory_snapshots,
 )
-from tb_profile_plugin.analysis.memory_peak import MemoryPeak, breakdown, find_peak
-from tb_profile_plugin.analysis.memory_timeline import in_range, sample_timeline
+from tb_profile_plugin.analysis.memory.timeline import in_range, sample_timeline
 from tb_profile_plugin.errors import BadRequest, NotFound
 from tb_profile_plugin.tools.analysis_views import has_host_events
 from tb_profile_plugin.tools.document import Diagnostics, document

@@ -3,14 +3,14 @@
 Keys (docs/api.md): steps, step_time_ms, categories (per category avg/stddev/min/max in ms and
 share of step time), input_percent, all_others_percent, bottleneck, verdict_basis and
 verdict_other_view (what the verdict measures, and the tf.data view's verdict:
-tools/verdict_basis.py), device_compute_precision,
+analysis/advice/verdict_basis.py), device_compute_precision,
 top_device_ops, top_host_ops, run_environment, step_rule, step_module (the jitted function
 whose executions are the steps, rule "executions"), jitted_functions (per XLA module: calls,
 execution times, device share, host dispatch), tf_functions (per tf.function: calls, call
 times, concrete functions traced), recommendations (texts), advice (each with its evidence)
-and advice_withheld (analysis/advice.py).
+and advice_withheld (analysis/advice/recommendations.py).
 
-ALL_HOSTS (analysis/multi_host.py): the steps common to every host, each the slowest host's
+ALL_HOSTS (analysis/hosts/multi_host.py): the steps common to every host, each the slowest host's
 step (its name in the step's `host`), ops summed over hosts; `multi_host` says how each host
 took part in the step intersection.
 """
@@ -22,8 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.advice import advice_for
-from tb_profile_plugin.analysis.breakdown import (
+from tb_profile_plugin.analysis.advice.recommendations import advice_for
+from tb_profile_plugin.analysis.advice.verdict_basis import (
+    TfDataVerdict,
+    overview_basis,
+    tf_data_verdict,
+)
+from tb_profile_plugin.analysis.ops.jitted_functions import JittedFunction
+from tb_profile_plugin.analysis.ops.op_metrics import OpFacts, OpTable
+from tb_profile_plugin.analysis.ops.tf_functions import TfFunction
+from tb_profile_plugin.analysis.steps.breakdown import (
     CATEGORY_LABELS,
     Stats,
     Verdict,
@@ -31,9 +39,6 @@ from tb_profile_plugin.analysis.breakdown import (
     category_stats_ms,
     verdict,
 )
-from tb_profile_plugin.analysis.jitted_functions import JittedFunction
-from tb_profile_plugin.analysis.op_metrics import OpFacts, OpTable
-from tb_profile_plugin.analysis.tf_functions import TfFunction
 from tb_profile_plugin.tools.analysis_views import (
     fact_keys,
     has_host_events,
@@ -43,7 +48,6 @@ from tb_profile_plugin.tools.analysis_views import (
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
-from tb_profile_plugin.tools.verdict_basis import TfDataVerdict, overview_basis, tf_data_verdict
 
 NAME = "overview_page"
 VERSION = 1
@@ -74,7 +78,7 @@ def top_ops(table: OpTable, limit: int = TOP_OPS,
 
 
 def jitted_rows(jitted: tuple[JittedFunction, ...]) -> list[dict[str, Any]]:
-    """The jitted functions table (analysis/jitted_functions.py), times in ms."""
+    """The jitted functions table (analysis/ops/jitted_functions.py), times in ms."""
     return [{
         "module": row.module, "calls": row.calls, "devices": row.devices,
         "executions": row.executions, "mean_ms": row.mean_ps / 1e9,
@@ -87,7 +91,7 @@ def jitted_rows(jitted: tuple[JittedFunction, ...]) -> list[dict[str, Any]]:
 
 
 def tf_function_rows(functions: tuple[TfFunction, ...]) -> list[dict[str, Any]]:
-    """The tf.functions table (analysis/tf_functions.py), times in ms."""
+    """The tf.functions table (analysis/ops/tf_functions.py), times in ms."""
     return [{
         "function": row.function, "calls": row.calls, "concrete": row.concrete,
         "mean_ms": row.mean_ps / 1e9, "min_ms": row.min_ps / 1e9, "max_ms": row.max_ps / 1e9,
@@ -161,7 +165,7 @@ def _tf_data_verdict(request: ViewRequest, has_tf_data: bool) -> TfDataVerdict |
 
 def _verdict_basis(v: Verdict, num_steps: int, has_tf_data: bool,
                    tf_data: TfDataVerdict | None) -> dict[str, Any]:
-    """`verdict_basis` and `verdict_other_view` (tools/verdict_basis.py)."""
+    """`verdict_basis` and `verdict_other_view` (analysis/advice/verdict_basis.py)."""
     basis, other = overview_basis(v, num_steps, has_tf_data, tf_data)
     return {"verdict_basis": basis, "verdict_other_view": other}
 

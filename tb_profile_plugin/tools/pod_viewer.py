@@ -1,11 +1,11 @@
 """pod_viewer view: every host's step, side by side, per common step; and the stragglers.
 
-Per common step of the run's hosts (the step intersection, analysis/step_alignment.py), per
+Per common step of the run's hosts (the step intersection, analysis/hosts/step_alignment.py), per
 host: its own step number, step time and the nine-category breakdown in µs, and its bottleneck
 (the largest category, as the reference's pod viewer). On GPU hosts each GPU (device core) has
 its own column too (`cores`), from a step database of the host events with only that GPU's
 device events. Beyond the reference, `stragglers` names per step the slowest host, its lag
-behind the median host and the category that explains the lag (analysis/stragglers.py).
+behind the median host and the category that explains the lag (analysis/hosts/stragglers.py).
 
 Offered for every run with host events, one host included: a one-host run (or one host of
 several) has one column per step, its own steps, in the same document shape; its straggler
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.breakdown import CATEGORIES, CATEGORY_LABELS, category_ps
-from tb_profile_plugin.analysis.multi_host import MultiHost
-from tb_profile_plugin.analysis.step_db import StepDb
-from tb_profile_plugin.analysis.stragglers import STRAGGLER_LAG_FRACTION, find_stragglers
+from tb_profile_plugin.analysis.hosts.multi_host import MultiHost
+from tb_profile_plugin.analysis.hosts.stragglers import STRAGGLER_LAG_FRACTION, find_stragglers
+from tb_profile_plugin.analysis.steps.breakdown import CATEGORIES, CATEGORY_LABELS, category_ps
+from tb_profile_plugin.analysis.steps.step_db import StepDb
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.analysis_views import has_host_events, hosts_json, multi_host
 from tb_profile_plugin.tools.document import Diagnostics, document

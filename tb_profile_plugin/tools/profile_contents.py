@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.host_analysis import analyze
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import PlaneKind, detect_framework, plane_kind
 

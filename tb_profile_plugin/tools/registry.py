@@ -1,7 +1,7 @@
 """The views a run can offer, and which of them have data for a given run.
 
 A `View` says, from cheap `RunFacts` (plane names and event names, read from the profiles'
-metadata tables, never from events: analysis/host_facts.py, computed by the executor's workers
+metadata tables, never from events: analysis/hosts/host_facts.py, computed by the executor's workers
 for ALL_HOSTS), whether it has something to show, and builds its
 document from the decoded profiles of the requested host (or of every host for ALL_HOSTS).
 Views register themselves in `VIEWS`; `run_tools` lists them in the order design/api.md fixes,
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tb_profile_plugin.analysis.host_facts import HostFacts, host_facts
+from tb_profile_plugin.analysis.hosts.host_facts import HostFacts, host_facts
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.logdir import ALL_HOSTS
 from tb_profile_plugin.xspace.model import Profile
@@ -101,7 +101,7 @@ class ViewRequest:
     profiles: Mapping[str, Profile]
     params: Mapping[str, str]
     #: The xplane file of each host, where known: lets ALL_HOSTS views analyse the hosts on
-    #: the executor with a per-file cache (analysis/host_pool.py).
+    #: the executor with a per-file cache (analysis/hosts/host_pool.py).
     paths: Mapping[str, str] = field(default_factory=dict)
     #: Each host's facts, where already known (the plugin's ALL_HOSTS requests: from the
     #: workers); else `host_facts` reads them from the profiles.

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tb_profile_plugin.analysis.kernel_stats import KernelStats
-from tb_profile_plugin.analysis.multi_host import merge_op_facts, merge_op_tables
-from tb_profile_plugin.analysis.op_metrics import OpFacts, OpTable
+from tb_profile_plugin.analysis.hosts.multi_host import merge_op_facts, merge_op_tables
+from tb_profile_plugin.analysis.ops.kernel_stats import KernelStats
+from tb_profile_plugin.analysis.ops.op_metrics import OpFacts, OpTable
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.analysis_views import (
     fact_keys,

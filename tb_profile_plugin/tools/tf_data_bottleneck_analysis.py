@@ -5,9 +5,9 @@ Keys (docs/api.md): summary (the verdict and the worst pipeline's bottleneck), b
 (the iterator graph of each pipeline's slowest executions, rank 1 = slowest), get_next
 (IteratorGetNext latency per step: the overview's steps of each host, the same count and
 numbers; a host without steps has none to compare), verdict_basis and verdict_other_view
-(what the verdict measures, and the overview's verdict: tools/verdict_basis.py). Offered for
-runs with `Iterator::` events; combines hosts (ALL_HOSTS analyses every host). Iterator ids
-are 64-bit and so are sent as strings.
+(what the verdict measures, and the overview's verdict: analysis/advice/verdict_basis.py).
+Offered for runs with `Iterator::` events; combines hosts (ALL_HOSTS analyses every host).
+Iterator ids are 64-bit and so are sent as strings.
 """
 
 from __future__ import annotations
@@ -15,23 +15,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tb_profile_plugin.analysis.breakdown import verdict
-from tb_profile_plugin.analysis.execution_steps import RULE as EXECUTION_RULE
-from tb_profile_plugin.analysis.host_analysis import HostAnalysis
-from tb_profile_plugin.analysis.multi_host import combine
-from tb_profile_plugin.analysis.tf_data import HostTfData, analyze_tf_data, execution_rows
-from tb_profile_plugin.analysis.tf_data_advice import (
+from tb_profile_plugin.analysis.advice.verdict_basis import TfDataVerdict, tf_data_basis
+from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis
+from tb_profile_plugin.analysis.hosts.multi_host import combine
+from tb_profile_plugin.analysis.steps.breakdown import verdict
+from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
+from tb_profile_plugin.analysis.tf_data.bottlenecks import (
+    HostTfData,
+    analyze_tf_data,
+    execution_rows,
+)
+from tb_profile_plugin.analysis.tf_data.critical_path import SLOW_CALL_PS
+from tb_profile_plugin.analysis.tf_data.guide_checks import (
     FAST_GET_NEXT_PS,
     GetNextCalls,
     GetNextLatency,
     get_next_per_step,
 )
-from tb_profile_plugin.analysis.tf_data_critical_path import SLOW_CALL_PS
-from tb_profile_plugin.analysis.tf_data_pipelines import ITERATOR_PREFIX
+from tb_profile_plugin.analysis.tf_data.pipelines import ITERATOR_PREFIX
 from tb_profile_plugin.tools.analysis_views import host_analyses, per_host_parts
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
-from tb_profile_plugin.tools.verdict_basis import TfDataVerdict, tf_data_basis
 from tb_profile_plugin.xspace.model import Profile
 
 NAME = "tf_data_bottleneck_analysis"

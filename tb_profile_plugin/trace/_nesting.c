@@ -17,7 +17,7 @@
  * earlier event whose close is not before its own, so the stack keeps every open event whose
  * close is not before the next one's: depth = what is on the stack when the event arrives.
  * For properly nested events that is the number of events still open (closes before opens
- * at one instant); for events that overlap without nesting it is analysis/nesting.py's
+ * at one instant); for events that overlap without nesting it is analysis/events/nesting.py's
  * `stack_nesting`. Times are within 2^58 ps (xspace/decode.py), so doubling cannot wrap.
  * Two passes of the stack (the first counts the events per depth, the second places each at
  * its depth's next slot), so nothing per event is kept but the output; the stack and the
@@ -195,7 +195,7 @@ static PyObject *in_start_order(PyObject *self, PyObject *args) {
 /* depth_parent(start, end, depth_out, parent_out[, offset]): the depth (int32[n]) and parent
  * (int32[n] or int64[n]: offset + a position in the input, -1 at top level) of events in start order (start
  * ascending, longer first), by the same stack as depth_order: an event's parent is the event on top of the stack
- * when it arrives (analysis/nesting.py's rule, numpy there). O(n), the GIL released; the stack
+ * when it arrives (analysis/events/nesting.py's rule, numpy there). O(n), the GIL released; the stack
  * holds positions, 8 bytes per level of nesting touched. */
 static PyObject *depth_parent(PyObject *self, PyObject *args) {
     (void)self;
@@ -327,7 +327,7 @@ static void settle_under(void *ctx, int64_t k, int64_t up) {
 
 /* under(mask, parent, out): per event, whether some strict ancestor by `parent` (int32[n] or
  * int64[n], -1 at a root) is marked in `mask` (bool/uint8[n]); written into `out` (uint8[n]): each event's
- * answer is its parent's answer or its parent's mark (analysis/nesting.py's `under` does it
+ * answer is its parent's answer or its parent's mark (analysis/events/nesting.py's `under` does it
  * level by level in numpy). A parent out of range or a cycle is a ValueError, never a crash
  * or a hang. */
 static PyObject *under(PyObject *self, PyObject *args) {
@@ -367,7 +367,7 @@ static void settle_lower(void *ctx, int64_t k, int64_t up) {
 /* lower_to_ancestors(group, parent) -> bool: lowers every event's group (int64[n], in place)
  * to the smallest among its own and its ancestors' by `parent` (int32[n] or int64[n], -1 at a
  * root), and
- * says whether any changed (analysis/forest.py does it level by level in numpy). A parent out
+ * says whether any changed (analysis/events/forest.py does it level by level in numpy). A parent out
  * of range or a cycle is a ValueError. */
 static PyObject *lower_to_ancestors(PyObject *self, PyObject *args) {
     (void)self;

@@ -1,6 +1,6 @@
 """Nesting depth of the events of one track, and their order by (depth, start).
 
-Same rule as `analysis/nesting.py` (closes before opens at one instant; among opens at one
+Same rule as `analysis/events/nesting.py` (closes before opens at one instant; among opens at one
 instant the longer first; a zero-length event closes half a picosecond after it opens), but
 depth only, in three vectorised steps instead of a sort over both boundaries:
 
@@ -14,7 +14,7 @@ already closed would have to be zero-length, whose close comes after the open), 
 difference is the number of events still open when i opens.
 
 That count is the nesting depth when the events nest properly. Events that overlap without
-nesting (the Python tracer's) are checked for exactly as `analysis/nesting.py` does (in a
+nesting (the Python tracer's) are checked for exactly as `analysis/events/nesting.py` does (in a
 properly nested track every close leaves the count at the closing event's own depth) and then
 take the depth that module gives them, so the trace and the analysis agree on every event.
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_profile_plugin.analysis.nesting import (  # noqa: F401  (PURE_NESTING_ENV: re-exported)
+from tb_profile_plugin.analysis.events.nesting import (  # noqa: F401  (PURE_NESTING_ENV: re-exported)
     PURE_NESTING_ENV,
     compiled_pass,
     stack_nesting,

@@ -6,13 +6,13 @@ from a producer's raw stats:
 
 * **Steps**: one event per step, from the first to the last device event of that step. The
   step of a device event is its `group_id` stat when the file has one, else the group the
-  event forest (analysis/forest.py: host step roots reach kernels through `correlation_id`)
+  event forest (analysis/events/forest.py: host step roots reach kernels through `correlation_id`)
   gives it; the event is named by the step number. A profile without step markers whose steps
-  are the executions of its jitted step function (analysis/execution_steps.py, the overview's
+  are the executions of its jitted step function (analysis/steps/execution_steps.py, the overview's
   rule "executions") has those steps: a device event belongs to the step whose span (one
   execution's start to the next's) holds its start, numbered as the overview numbers them.
 * **XLA Modules**: one event per execution of an XLA program, named by its canonical module.
-  The executions are analysis/xla_executions.py's (the same the jitted-functions table and
+  The executions are analysis/steps/xla_executions.py's (the same the jitted-functions table and
   the execution steps count): delimited by `run_id`, else by the host-side call that launched
   the kernels (`<module>:XLA GPU module`), else wherever the module changes, including to no
   module: an argument copy or another program between two calls of `jit_f` separates them,
@@ -39,10 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_profile_plugin.analysis.events import EventTable, build_event_table
-from tb_profile_plugin.analysis.execution_steps import dominant_module, step_of, step_spans
-from tb_profile_plugin.analysis.profile_cache import profile_forest
-from tb_profile_plugin.analysis.xla_executions import profile_executions
+from tb_profile_plugin.analysis.events.profile_cache import profile_forest
+from tb_profile_plugin.analysis.events.table import EventTable, build_event_table
+from tb_profile_plugin.analysis.steps.execution_steps import dominant_module, step_of, step_spans
+from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import CanonicalColumns
 from tb_profile_plugin.xspace.unique_rows import unique_rows
@@ -100,7 +100,7 @@ def derive_tracks(profile: Profile, plane_index: int,
 
 
 def _plane_executions(profile: Profile, plane_index: int) -> np.ndarray:
-    """Per event of the plane's table: its XLA execution (analysis/xla_executions.py), -1."""
+    """Per event of the plane's table: its XLA execution (analysis/steps/xla_executions.py), -1."""
     executions = profile_executions(profile)
     full = profile_forest(profile).table
     # Both tables list this plane's lines in the same order, so rows correspond.

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin import column_threads
-from tb_profile_plugin.analysis.profile_cache import per_profile
+from tb_profile_plugin.analysis.events.profile_cache import per_profile
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace.depth import nesting_order, nesting_order_into
 from tb_profile_plugin.trace.derived import (

@@ -98,7 +98,7 @@ class Outline:
 
 def outline_xspace(data: bytes, *, pure: bool | None = None) -> Outline:
     """The XSpace's planes (metadata tables, no lines), errors, warnings and event count, for
-    the facts a server needs of a host (analysis/host_facts.py) at a fraction of a decode:
+    the facts a server needs of a host (analysis/hosts/host_facts.py) at a fraction of a decode:
     each line's events are counted from its top-level fields, never decoded (no event
     columns). The same structural checks as `decode_xspace`; what an event itself holds is
     left for the decode."""

@@ -347,7 +347,7 @@ def result_nbytes(result: object, seen: set[int] | None = None) -> int:
 
 class Derived:
     """What analyses computed from one profile, kept with it so it lives and dies with it
-    (analysis/profile_cache.py): results by name, and their bytes (counted in the memory
+    (analysis/events/profile_cache.py): results by name, and their bytes (counted in the memory
     bound of xspace/store.py)."""
 
     def __init__(self) -> None:
@@ -394,7 +394,7 @@ class Profile:
 
     @property
     def derived(self) -> Derived:
-        """What analyses computed from this profile (analysis/profile_cache.py)."""
+        """What analyses computed from this profile (analysis/events/profile_cache.py)."""
         derived: Derived = self.__dict__["_derived"]
         return derived
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tb_profile_plugin.analysis import executors, host_pool
+from tb_profile_plugin.analysis.hosts import executors, host_pool
 from tests.fixtures import DATA_DIR
 from tests.xspace_builder import XSpaceBuilder
 

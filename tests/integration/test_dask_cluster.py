@@ -27,7 +27,7 @@ import pytest
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
-from tb_profile_plugin.analysis import executors, host_pool
+from tb_profile_plugin.analysis.hosts import executors, host_pool
 from tb_profile_plugin.xspace import cache
 from tests.fixtures import session_dir
 

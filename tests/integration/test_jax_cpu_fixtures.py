@@ -56,7 +56,7 @@ def test_steps_are_the_references() -> None:
 def test_host_compute_per_step_is_the_references() -> None:
     """Host compute and all others per step, to the nanosecond: python-thread events of the
     step plus the span a zero-length `StartRegion` of the XLA run keeps open until the next
-    host-compute end (analysis/instant_spans.py), never the XLA thunks themselves."""
+    host-compute end (analysis/steps/instant_spans.py), never the XLA thunks themselves."""
     reference = REFERENCE["fixtures"]["jax_cpu_steps"]["steps"]
     doc = build_view("overview_page", _capture("jax_cpu_steps"))
     for ours, theirs in zip(doc["steps"], reference, strict=True):

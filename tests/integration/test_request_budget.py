@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_profile_plugin.analysis.nesting import PURE_NESTING_ENV
+from tb_profile_plugin.analysis.events.nesting import PURE_NESTING_ENV
 from tb_profile_plugin.xspace.pb import xplane_pb2
 from tests.hostile_corpus import _busy_lines, _mutate
 from tests.integration.conftest import PREFIX, Server, bad_session, start_tensorboard, stop
@@ -129,7 +129,7 @@ def test_an_all_hosts_request_over_its_time_stops_waiting_for_the_workers(
     from tensorboard.plugins import base_plugin
     from werkzeug.test import Client
 
-    from tb_profile_plugin.analysis import executors
+    from tb_profile_plugin.analysis.hosts import executors
     from tb_profile_plugin.plugin import ProfilePlugin
     from tb_profile_plugin.xspace import cache
     from tests.fixtures import session_dir

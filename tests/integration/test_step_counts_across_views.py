@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
+from tb_profile_plugin.analysis.advice.verdict_basis import overview_input_bound
 from tb_profile_plugin.commands import diff, summary
 from tb_profile_plugin.commands.output import Style
 from tb_profile_plugin.commands.profiles import locate
 from tb_profile_plugin.logdir import ALL_HOSTS
 from tb_profile_plugin.tools import compare, registry
-from tb_profile_plugin.tools.verdict_basis import overview_input_bound
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.store import ProfileStore

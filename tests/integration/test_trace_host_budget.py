@@ -12,7 +12,7 @@ import pytest
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
-from tb_profile_plugin.analysis import executors
+from tb_profile_plugin.analysis.hosts import executors
 from tb_profile_plugin.plugin import ProfilePlugin
 from tb_profile_plugin.trace.host_budget import TRACE_BYTES_PER_FILE_BYTE
 from tb_profile_plugin.xspace import cache

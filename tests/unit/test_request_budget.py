@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tb_profile_plugin import request_budget
-from tb_profile_plugin.analysis.nesting import compute_nesting
+from tb_profile_plugin.analysis.events.nesting import compute_nesting
 from tb_profile_plugin.errors import ClientGone, RequestTimedOut
 
 

@@ -1,6 +1,6 @@
 /**
  * Advice with the evidence it rests on, and the advice withheld with why (docs/api.md,
- * `advice` and `advice_withheld`; analysis/advice_evidence.py).
+ * `advice` and `advice_withheld`; analysis/evidence.py).
  *
  * Each piece of advice is a list item: its prose, code after the first line break
  * (preformatted), then its evidence ("input share of step time: 41.2 %"). Below the list, a

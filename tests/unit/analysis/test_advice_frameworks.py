@@ -1,7 +1,8 @@
-"""Advice in the program's framework's words (analysis/advice.py): a JAX program is told to mark
-steps with jax.profiler.StepTraceAnnotation and to prefetch to the device, never to use
-tf.function or tf.profiler; TensorFlow programs get the advice they always got; Keras programs
-are told what to check; the overview's run environment names the framework."""
+"""Advice in the program's framework's words (analysis/advice/recommendations.py): a JAX
+program is told to mark steps with jax.profiler.StepTraceAnnotation and to prefetch to the
+device, never to use tf.function or tf.profiler; TensorFlow programs get the advice they
+always got; Keras programs are told what to check; the overview's run environment names the
+framework."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.advice import recommendations, step_diagnostics
-from tb_profile_plugin.analysis.host_analysis import HostAnalysis, analyze
-from tb_profile_plugin.analysis.multi_host import combined_framework
-from tb_profile_plugin.analysis.step_db import NUM_TYPES, StepDb
+from tb_profile_plugin.analysis.advice.recommendations import recommendations, step_diagnostics
+from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis, analyze
+from tb_profile_plugin.analysis.hosts.multi_host import combined_framework
+from tb_profile_plugin.analysis.steps.step_db import NUM_TYPES, StepDb
 from tb_profile_plugin.cli import main
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.decode import decode_xspace

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from tb_profile_plugin.analysis.host_analysis import analyze
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.producers import (
     LineKind,

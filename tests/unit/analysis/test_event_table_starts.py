@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.events.table import build_event_table
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.model import EventColumns
 from tests.fixtures import session_dir

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.profile_cache import profile_forest
-from tb_profile_plugin.analysis.step_db import EventType
+from tb_profile_plugin.analysis.events.profile_cache import profile_forest
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
+from tb_profile_plugin.analysis.steps.step_db import EventType
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.fixtures import DATA_DIR, build_view
 from tests.xspace_builder import Uint, XSpaceBuilder

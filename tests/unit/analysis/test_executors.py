@@ -1,4 +1,4 @@
-"""analysis/executors.py: a clean import path for local workers, and a clear error when the
+"""analysis/hosts/executors.py: a clean import path for local workers, and a clear error when the
 configured Dask scheduler cannot be reached (HTTP 503, CLI exit 6), never a hang."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
-from tb_profile_plugin.analysis import executors, host_pool
+from tb_profile_plugin.analysis.hosts import executors, host_pool
 from tb_profile_plugin.errors import EngineUnavailable
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.decode import decode_xspace
@@ -58,7 +58,7 @@ def test_inspect_and_numpy_in_the_working_directory_do_not_break_workers(
         import json, sys
         sys.path.append({str(ROOT)!r})
         from pathlib import Path
-        from tb_profile_plugin.analysis import host_pool
+        from tb_profile_plugin.analysis.hosts import host_pool
         if __name__ == "__main__":
             files = sorted(Path({str(TWO_HOSTS)!r}).glob("*.xplane.pb"))
             paths = {{p.name: str(p) for p in files}}
@@ -76,7 +76,7 @@ def test_inspect_and_numpy_in_the_working_directory_do_not_break_workers(
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["pool_runs"] == 4  # facts and analyses of both hosts, on the workers
-    from tb_profile_plugin.analysis.host_analysis import analyze_file
+    from tb_profile_plugin.analysis.hosts.host_analysis import analyze_file
 
     for path in sorted(TWO_HOSTS.glob("*.xplane.pb")):
         assert result["steps"][path.name] == len(analyze_file(str(path)).steps) > 0

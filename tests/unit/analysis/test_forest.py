@@ -7,9 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.events import build_event_table
-from tb_profile_plugin.analysis.forest import build_forest
-from tb_profile_plugin.analysis.nesting import PURE_NESTING_ENV, compiled_pass, compute_nesting
+from tb_profile_plugin.analysis.events.forest import build_forest
+from tb_profile_plugin.analysis.events.nesting import (
+    PURE_NESTING_ENV,
+    compiled_pass,
+    compute_nesting,
+)
+from tb_profile_plugin.analysis.events.table import build_event_table
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.fixtures import DATA_DIR, xplane_files
 from tests.xspace_builder import XSpaceBuilder

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_profile_plugin.analysis.host_facts import HostFacts, host_facts, host_facts_file
+from tb_profile_plugin.analysis.hosts.host_facts import HostFacts, host_facts, host_facts_file
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.xspace import decode
 from tb_profile_plugin.xspace.decode import decode_xspace, outline_xspace

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.multi_host import combine
-from tb_profile_plugin.analysis.tf_data import analyze_tf_data
-from tb_profile_plugin.analysis.tf_data_shape import pipeline_shape
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
+from tb_profile_plugin.analysis.hosts.multi_host import combine
+from tb_profile_plugin.analysis.tf_data.bottlenecks import analyze_tf_data
+from tb_profile_plugin.analysis.tf_data.shape import pipeline_shape
 from tb_profile_plugin.cli import main
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.pb import xplane_pb2

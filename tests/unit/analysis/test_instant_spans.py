@@ -1,11 +1,11 @@
-"""Zero-length events in the step breakdown (analysis/instant_spans.py): exact spans."""
+"""Zero-length events in the step breakdown (analysis/steps/instant_spans.py): exact spans."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tb_profile_plugin.analysis.instant_spans import instant_spans
-from tb_profile_plugin.analysis.step_db import EventType, StepSpans, step_db_from_spans
+from tb_profile_plugin.analysis.steps.instant_spans import instant_spans
+from tb_profile_plugin.analysis.steps.step_db import EventType, StepSpans, step_db_from_spans
 
 HC = int(EventType.HOST_COMPUTE)
 WAIT = int(EventType.HOST_WAIT_INPUT)

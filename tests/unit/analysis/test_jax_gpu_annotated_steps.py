@@ -9,8 +9,8 @@ separate `Host Threads/<tid>` line that no TraceMe shares; kernels with `hlo_mod
 
 from __future__ import annotations
 
-from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.step_db import EventType
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
+from tb_profile_plugin.analysis.steps.step_db import EventType
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.xspace_builder import Uint, XSpaceBuilder
 

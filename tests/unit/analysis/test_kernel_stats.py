@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_profile_plugin.analysis.kernel_stats import (
+from tb_profile_plugin.analysis.ops.kernel_stats import (
     op_tensor_core_eligible,
     parse_kernel_details,
     uses_tensor_core,

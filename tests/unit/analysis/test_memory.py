@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.memory import build_memory_snapshots, data_type_name
-from tb_profile_plugin.analysis.memory_peak import find_peak
+from tb_profile_plugin.analysis.memory.peak import find_peak
+from tb_profile_plugin.analysis.memory.snapshots import build_memory_snapshots, data_type_name
 from tb_profile_plugin.errors import BadRequest, NotFound
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.decode import decode_xspace

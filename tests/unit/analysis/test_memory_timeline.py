@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_profile_plugin.analysis.memory_timeline import (
+from tb_profile_plugin.analysis.memory.timeline import (
     MAX_TIMELINE_POINTS,
     in_range,
     sample_timeline,

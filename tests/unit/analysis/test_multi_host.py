@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.step_alignment import HostSteps, align_steps
-from tb_profile_plugin.analysis.step_db import NUM_TYPES, StepDb
+from tb_profile_plugin.analysis.hosts.step_alignment import HostSteps, align_steps
+from tb_profile_plugin.analysis.steps.step_db import NUM_TYPES, StepDb
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests import pod_runs
@@ -95,7 +95,7 @@ def test_all_hosts_overview_uses_the_slowest_host_per_step() -> None:
 
 
 def test_hosts_in_parallel_give_the_same_document(tmp_path: Path) -> None:
-    from tb_profile_plugin.analysis import host_pool
+    from tb_profile_plugin.analysis.hosts import host_pool
 
     paths = pod_runs.write_run(tmp_path / "session", FOUR_HOSTS)
     host_pool.clear_cache()

@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.events import build_event_table
-from tb_profile_plugin.analysis.nesting import (
+from tb_profile_plugin.analysis.events.nesting import (
     PURE_NESTING_ENV,
     WALK_LEVELS,
     ancestor_reduce,
@@ -23,6 +22,7 @@ from tb_profile_plugin.analysis.nesting import (
     nearest_marked,
     under,
 )
+from tb_profile_plugin.analysis.events.table import build_event_table
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace.depth import compiled_nesting_available
 from tb_profile_plugin.xspace.decode import decode_xspace

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.nesting import compiled_pass, compute_nesting, under
+from tb_profile_plugin.analysis.events.nesting import compiled_pass, compute_nesting, under
 from tb_profile_plugin.trace.depth import compiled_nesting_available
 
 pytestmark = pytest.mark.skipif(not compiled_nesting_available(),

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.op_names import OpCategory, parse_op
+from tb_profile_plugin.analysis.events.op_names import OpCategory, parse_op
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.xspace_builder import XSpaceBuilder
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis import column_sizes
-from tb_profile_plugin.analysis.events import build_event_table
-from tb_profile_plugin.analysis.nesting import compute_nesting
-from tb_profile_plugin.analysis.op_metrics import OpTable, build_op_tables
+from tb_profile_plugin.analysis.events import column_sizes
+from tb_profile_plugin.analysis.events.nesting import compute_nesting
+from tb_profile_plugin.analysis.events.table import build_event_table
+from tb_profile_plugin.analysis.ops.op_metrics import OpTable, build_op_tables
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.model import Profile
 from tests.fixtures import xplane_files

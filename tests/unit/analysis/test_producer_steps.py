@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_profile_plugin.analysis.events import build_event_table
-from tb_profile_plugin.analysis.forest import build_forest
-from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.step_db import EventType
+from tb_profile_plugin.analysis.events.forest import build_forest
+from tb_profile_plugin.analysis.events.table import build_event_table
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
+from tb_profile_plugin.analysis.steps.step_db import EventType
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.fixtures import build_view
 from tests.xspace_builder import XSpaceBuilder, tf24_grouped_gpu_space

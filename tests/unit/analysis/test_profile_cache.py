@@ -7,10 +7,10 @@ import weakref
 
 import pytest
 
-from tb_profile_plugin.analysis import profile_cache
-from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.memory import build_memory_snapshots, memory_snapshots
-from tb_profile_plugin.analysis.tf_data import analyze_tf_data
+from tb_profile_plugin.analysis.events import profile_cache
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
+from tb_profile_plugin.analysis.memory.snapshots import build_memory_snapshots, memory_snapshots
+from tb_profile_plugin.analysis.tf_data.bottlenecks import analyze_tf_data
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.memory_builder import memory_profile_bytes
 

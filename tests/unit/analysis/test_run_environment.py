@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tb_profile_plugin.analysis.device_names import device_type_name
-from tb_profile_plugin.analysis.host_analysis import RunEnvironment, analyze
+from tb_profile_plugin.analysis.hosts.device_names import device_type_name
+from tb_profile_plugin.analysis.hosts.host_analysis import RunEnvironment, analyze
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.xspace_builder import XSpaceBuilder, stats_plane

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tb_profile_plugin.analysis.profile_cache import profile_nested
+from tb_profile_plugin.analysis.events.profile_cache import profile_nested
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.decode import decode_xspace
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis import column_sizes, step_db
-from tb_profile_plugin.analysis.instant_spans import instant_spans
-from tb_profile_plugin.analysis.step_db import NUM_TYPES, StepSpans, step_db_from_spans
+from tb_profile_plugin.analysis.events import column_sizes
+from tb_profile_plugin.analysis.steps import step_db
+from tb_profile_plugin.analysis.steps.instant_spans import instant_spans
+from tb_profile_plugin.analysis.steps.step_db import NUM_TYPES, StepSpans, step_db_from_spans
 
 
 def _events(rng: np.random.Generator, n: int, groups: int) -> tuple[np.ndarray, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tb_profile_plugin.analysis.tf_data import HostTfData, analyze_tf_data
+from tb_profile_plugin.analysis.tf_data.bottlenecks import HostTfData, analyze_tf_data
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.xspace_builder import LineBuilder, XSpaceBuilder

@@ -1,4 +1,4 @@
-"""The tf.functions table (analysis/tf_functions.py): real TF captures, counted against the
+"""The tf.functions table (analysis/ops/tf_functions.py): real TF captures, counted against the
 files' own events; exact numbers and retracing on a TF-layout synthetic host."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from tb_profile_plugin.analysis.events import build_event_table
-from tb_profile_plugin.analysis.host_analysis import analyze
-from tb_profile_plugin.analysis.tf_functions import merge_tf_functions, tf_functions
+from tb_profile_plugin.analysis.events.table import build_event_table
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
+from tb_profile_plugin.analysis.ops.tf_functions import merge_tf_functions, tf_functions
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.pb import xplane_pb2
 from tests.fixtures import session_dir

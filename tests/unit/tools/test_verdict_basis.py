@@ -1,4 +1,4 @@
-"""What each input-bound verdict measures (tools/verdict_basis.py), and the tf.data view's
+"""What each input-bound verdict measures (analysis/advice/verdict_basis.py), and the tf.data view's
 per-step IteratorGetNext check counted over the overview's steps, on synthetic profiles.
 
 Each profile is one python thread: per step a `train` marker, an `IteratorGetNext` call that
@@ -11,11 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.breakdown import Verdict
-from tb_profile_plugin.analysis.step_db import NUM_TYPES, StepDb
-from tb_profile_plugin.analysis.tf_data_advice import GetNextCalls, get_next_per_step
+from tb_profile_plugin.analysis.advice.verdict_basis import (
+    TfDataVerdict,
+    overview_basis,
+    tf_data_basis,
+)
+from tb_profile_plugin.analysis.steps.breakdown import Verdict
+from tb_profile_plugin.analysis.steps.step_db import NUM_TYPES, StepDb
+from tb_profile_plugin.analysis.tf_data.guide_checks import GetNextCalls, get_next_per_step
 from tb_profile_plugin.tools import registry
-from tb_profile_plugin.tools.verdict_basis import TfDataVerdict, overview_basis, tf_data_basis
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.xspace_builder import LineBuilder, XSpaceBuilder
 

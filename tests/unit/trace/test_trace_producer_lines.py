@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.host_analysis import analyze
+from tb_profile_plugin.analysis.hosts.host_analysis import analyze
 from tb_profile_plugin.tools.profile_info import _line_row
 from tb_profile_plugin.trace.details import event_details
 from tb_profile_plugin.trace.index import TraceIndex, build_index

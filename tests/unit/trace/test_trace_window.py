@@ -205,7 +205,7 @@ def _nested_intervals(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.
 
 
 def test_depth_matches_analysis_nesting_on_nested_events() -> None:
-    from tb_profile_plugin.analysis.nesting import compute_nesting
+    from tb_profile_plugin.analysis.events.nesting import compute_nesting
 
     rng = np.random.default_rng(5)
     start, end = _nested_intervals(rng, 500)
@@ -217,8 +217,8 @@ def test_depth_matches_analysis_nesting_on_nested_events() -> None:
 
 def test_overlapping_events_take_the_analysis_depth() -> None:
     """Events that overlap without nesting (the Python tracer's) get the depth that
-    analysis/nesting.py gives them, so the trace and the analysis agree on every event."""
-    from tb_profile_plugin.analysis.nesting import compute_nesting
+    analysis/events/nesting.py gives them, so the trace and the analysis agree on every event."""
+    from tb_profile_plugin.analysis.events.nesting import compute_nesting
 
     rng = np.random.default_rng(5)
     start = rng.integers(0, 1000, 500).astype(np.int64)

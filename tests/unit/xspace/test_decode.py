@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_profile_plugin.analysis.events import build_event_table
+from tb_profile_plugin.analysis.events.table import build_event_table
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.xspace.decode import compiled_decoder_available, decode_xspace
 from tb_profile_plugin.xspace.model import Profile

@@ -1,0 +1,239 @@
+"""Per-host results of a run's files: cached per file, computed on the executor when several.
+
+`analyze_files({host: path})` returns every host's `HostAnalysis`, `facts_of_files` every
+host's `HostFacts` (what the `run_tools` and `hosts` routes and the views' `available` read):
+
+1. A host whose file (path, size, modification time) was seen before is served from an
+   in-memory cache of the small results (least recently used dropped beyond `CACHE_ENTRIES`).
+2. One missing host is computed in this process (through `ProfileStore` when one is given, so
+   a profile the server already decoded is reused): a single-host request never waits for a
+   worker.
+3. Several missing hosts go to the executor (analysis/hosts/executors.py: the local process pool,
+   or a Dask cluster), one task per host. Each task decodes its file (through the worker's own
+   disk cache), computes and returns only the small result; the server never decodes them.
+   A local worker that dies breaks the pool: the pool is replaced and the hosts without an
+   answer are submitted again, once (Dask reschedules lost tasks itself).
+
+Each pass reports hosts done / total to the current request's tracker
+(analysis/hosts/host_progress.py: the page's and the CLI's progress bars).
+
+Local paths are made absolute before they leave the process, so workers with another working
+directory open the same files; remote URLs (gs://, s3://) are passed as they are.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import CancelledError, Future
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+from tb_profile_plugin import fs
+from tb_profile_plugin.analysis.hosts import executors, host_progress
+from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis, analyze, analyze_file
+from tb_profile_plugin.analysis.hosts.host_facts import (
+    HostFacts,
+    host_facts,
+    host_facts_file,
+    unreadable_facts,
+)
+from tb_profile_plugin.errors import EngineUnavailable, NotFound, UnreadableProfile
+from tb_profile_plugin.request_budget import checkpoint
+from tb_profile_plugin.xspace.store import ProfileStore, stat_profile
+
+CACHE_ENTRIES = 2048
+#: Kept for callers of the old pool: the local pool's workers (capped by $TB_PROFILE_HOST_WORKERS).
+WORKERS_ENV = executors.WORKERS_ENV
+
+T = TypeVar("T")
+_Key = tuple[str, str, int, int]  # (kind, path, size, mtime)
+_cache: collections.OrderedDict[_Key, Any] = collections.OrderedDict()
+_lock = threading.Lock()
+#: How many host files were computed on the executor (tests and the bench read it).
+pool_runs = 0
+#: How many host tasks were submitted again after a local worker died (tests read it).
+pool_retries = 0
+
+
+def pool_size(num_hosts: int) -> int:
+    """Local workers for `num_hosts` files: the CPU count (or $TB_PROFILE_HOST_WORKERS), at
+    most one per host."""
+    return max(1, min(executors.local_workers(), num_hosts))
+
+
+def _stat(path: str) -> tuple[int, int]:
+    """(size, mtime) of a host file; NotFound when it is gone, UnreadableProfile when it is
+    not a regular file, over the size limit or cannot be read (messages name no directory)."""
+    return stat_profile(path)
+
+
+def _remember(key: _Key, value: Any) -> None:
+    with _lock:
+        _cache[key] = value
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_ENTRIES:
+            _cache.popitem(last=False)
+
+
+def _lookup(key: _Key) -> Any:
+    with _lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+        return found
+
+
+def worker_path(path: str) -> str:
+    """The path a worker opens: absolute for local files, URLs unchanged."""
+    return path if fs.is_remote(path) else os.path.abspath(path)
+
+
+def run_on_executor(
+    task: Callable[[str], T], paths: list[str], on_done: Callable[[int], None] = lambda _: None,
+) -> list[T]:
+    """`task(path)` for every path on the executor, in order (see the module docstring);
+    `on_done(index)` as each result arrives, in order."""
+    global pool_retries
+    results: dict[int, T] = {}
+    for attempt in range(2):
+        pool = executors.executor()
+        futures: dict[int, Future[T]] = {}
+        try:
+            for index, path in enumerate(paths):
+                if index not in results:
+                    futures[index] = pool.submit(executors.host_task, task, worker_path(path))
+            for index, future in futures.items():
+                results[index] = _result(future)
+                on_done(index)
+            break
+        except BrokenProcessPool:
+            executors.reset_local(pool)
+            if attempt:
+                raise EngineUnavailable(
+                    "a host analysis worker died twice during this request (out of memory?); "
+                    f"set {executors.WORKERS_ENV} lower to analyse fewer hosts at once") from None
+            for index, future in futures.items():  # keep what finished before the break
+                if (index not in results and future.done() and not future.cancelled()
+                        and future.exception() is None):
+                    results[index] = future.result()
+                    on_done(index)
+            with _lock:
+                pool_retries += len(paths) - len(results)
+        except CancelledError:  # a Dask client that lost its scheduler cancels its futures
+            address = executors.scheduler_address() or "?"
+            executors.forget_client(address)
+            raise executors.unavailable(address, "went away during the request") from None
+        finally:
+            for future in futures.values():
+                future.cancel()
+    return [results[index] for index in range(len(paths))]
+
+
+#: A request waiting for a worker looks at its budget this often (request_budget.py).
+WAIT_POLL_SECONDS = 0.25
+
+
+def _result(future: Future[T]) -> T:
+    """The future's result; meanwhile the request's budget is checked, so a request past its
+    time or left by its client stops waiting (its pending hosts are then cancelled)."""
+    while True:
+        checkpoint()
+        try:
+            return future.result(timeout=WAIT_POLL_SECONDS)
+        except TimeoutError:  # concurrent.futures' and Dask's (builtin since Python 3.11)
+            continue
+
+
+def _per_host(
+    kind: str, paths: Mapping[str, str], local: Callable[[str], T], remote: Callable[[str], T],
+    on_host: Callable[[str], None] = lambda _: None,
+) -> dict[str, T]:
+    global pool_runs
+    keys = {host: (kind, path, *_stat(path)) for host, path in paths.items()}
+    results: dict[str, T] = {}
+    missing: list[str] = []
+    host_progress.begin(kind, len(paths))
+
+    def host_done(host: str) -> None:
+        on_host(host)
+        host_progress.advance()
+
+    for host, key in keys.items():
+        found = _lookup(key)
+        if found is None:
+            missing.append(host)
+        else:
+            results[host] = found
+            host_done(host)
+    if len(missing) == 1:
+        host = missing[0]
+        results[host] = local(paths[host])
+        _remember(keys[host], results[host])
+        host_done(host)
+    elif missing:
+        done = run_on_executor(remote, [paths[h] for h in missing],
+                               lambda index: host_done(missing[index]))
+        for host, value in zip(missing, done, strict=True):
+            results[host] = value
+            _remember(keys[host], value)
+        with _lock:
+            pool_runs += len(missing)
+    return {host: results[host] for host in paths}
+
+
+def per_file(
+    kind: str, paths: Mapping[str, str], task: Callable[[str], T],
+    local: Callable[[str], T] | None = None,
+) -> dict[str, T]:
+    """{host: task(path)} for {host: path}, in the order of `paths`: `kind` names the task in
+    the per-file cache; several missing hosts run on the executor (`task` must be a module-level
+    function of the path), one in this process (`local(path)`, else `task(path)`)."""
+    return _per_host(kind, paths, local or task, task)
+
+
+def analyze_files(
+    paths: Mapping[str, str], store: ProfileStore | None = None
+) -> dict[str, HostAnalysis]:
+    """{host: HostAnalysis} for {host: xplane path}, in the order of `paths`."""
+
+    def local(path: str) -> HostAnalysis:
+        return analyze(store.open(path)) if store is not None else analyze_file(path)
+
+    return _per_host("analysis", paths, local, analyze_file)
+
+
+def facts_of_files(
+    paths: Mapping[str, str], store: ProfileStore | None = None,
+    on_host: Callable[[str], None] = lambda _: None,
+) -> dict[str, HostFacts]:
+    """{host: HostFacts} for {host: xplane path}, in the order of `paths`; an unreadable or
+    vanished file gives facts that carry the error (`HostFacts.failure`). `on_host(host)` is
+    called as each host's facts are known (the CLI's progress bar)."""
+
+    def local(path: str) -> HostFacts:
+        if store is None:
+            return host_facts_file(path)
+        try:
+            return host_facts(store.open(path))
+        except (UnreadableProfile, NotFound) as exc:
+            return unreadable_facts(exc)
+
+    found: dict[str, HostFacts] = {}
+    present: dict[str, str] = {}
+    for host, path in paths.items():
+        try:
+            _stat(path)
+            present[host] = path
+        except (UnreadableProfile, NotFound) as exc:
+            found[host] = unreadable_facts(exc)
+            on_host(host)
+    found.update(_per_host("facts", present, local, host_facts_file, on_host))
+    return {host: found[host] for host in paths}
+
+
+def clear_cache() -> None:
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,196 @@
+"""GPU kernel statistics: per unique kernel launched by one op, its launch shape and timing.
+
+Input (xprof_reference.md §3.5 "Kernel stats"; producers.md): events on GPU planes
+(`producers.PlaneKind.GPU`) with a duration and a `kernel_details` stat. Its tokens, in the
+forms the producers write (missing dimensions are 1, missing numbers 0):
+
+| producer         | form                                                                   |
+|------------------|------------------------------------------------------------------------|
+| CUPTI (TF, JAX)  | `regs:38 static_shared:0 dynamic_shared:0 grid:… block:… occ_pct:50.0` |
+| CUPTI, TF <= 2.4 | `regs:38 shm:0 grid:X,Y,Z block:X,Y,Z`                                 |
+| ROCm tracer      | ` grid:X,Y,Z block:X,Y,Z private_mem:N group_mem:N occ_pct:N`          |
+
+Shared memory per block is `static_shared + dynamic_shared` where the producer splits it; the
+older `shm:` and ROCm's `group_mem:` (the LDS, AMD's shared memory) give one total that is not
+split (`KernelDetails.unsplit_shared_bytes`), counted whole in `shared_memory_bytes`.
+
+Rows group events by kernel name, details, launching op and HLO op, sorted by total time. The
+launching op comes from the canonical columns (xspace/producers.py): the TF op name or the JAX
+op path (`jit(matmul)/dot_general`), never the raw `tf_op` stat, which JAX fills with the
+constant `XlaModule:`. A TF op is shown `name:Type` (the producer wrote the type); other ops
+by name alone (`CanonicalColumns.op_label`).
+
+Matrix units (NVIDIA Tensor Cores, AMD Matrix Cores): a kernel uses them when its name contains
+one of `TENSOR_CORE_PATTERNS` (NVIDIA's list, which predates Hopper) or matches one of
+`MATRIX_CORE_PATTERNS`: the Hopper libraries' names (cuBLAS `nvjet_*`, `xmma` kernels on tensor
+types, `wgmma`/`gmma`, CUTLASS `tensorop`; the reference misses these), an AMD
+MFMA instruction tile `_MI<m>x<n>x<k>` (Tensile `Cijk_…_MI16x16x16…`), a composable-kernel
+flash-attention kernel (`ck_tile::…Fmha…`), or XLA's GEMM fusion (`gemm_fusion_dot…`, which
+the reference flags too). An op is eligible when one of its kernels uses them, or:
+- TF: its type is a convolution / matmul kind (`ELIGIBLE_SUFFIXES`, `ELIGIBLE_PARTS`);
+- JAX: its op path ends with `dot_general` or `conv_general_dilated` (wrappers such as
+  `transpose(jvp(dot_general))` included);
+- XLA: its HLO op's kind has a word from `ELIGIBLE_HLO_WORDS` (`dot.3`, `convolution.1`,
+  `gemm_fusion_dot.1`, `cublas-gemm.2`, `cudnn-conv.4`: dots, convolutions and custom calls to
+  GEMM libraries; a bare `custom-call.7` names no target and is not eligible).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_profile_plugin.analysis.events.table import EventTable
+from tb_profile_plugin.xspace.producers import PlaneKind, hlo_kind, plane_kind
+from tb_profile_plugin.xspace.unique_rows import unique_rows
+
+TENSOR_CORE_PATTERNS = (
+    "16816", "c1688", "conv1x1", "conv2d_c1_k1", "dgrad_1x1_stride_2x2", "direct_group",
+    "first_layer_wgrad_kernel", "h1688", "h884", "hmma", "i16832", "i8816", "s884", "s1688",
+    "xmma_gemm", "xmma_implicit_gemm", "xmma_sparse_conv", "xmma_sparse_gemm",
+    "xmma_warp_specialized_implicit_gemm",
+)
+MATRIX_CORE_PATTERNS = (
+    # Hopper and later NVIDIA libraries: cuBLAS's `nvjet_*` GEMMs, `*_xmma_*` kernels on
+    # tensor types (tf32, f16, bf16, int8, fp8: `sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32…`),
+    # warp-group MMA (`wgmma`, `gmma`) and CUTLASS `tensorop` kernels.
+    re.compile(r"^nvjet_"),
+    re.compile(r"xmma.*(?:tf32|bf16|f16|fp16|i8|s8|e4m3|e5m2)", re.IGNORECASE),
+    re.compile(r"gmma|tensorop", re.IGNORECASE),
+    re.compile(r"_MI\d+x\d+x\d+"),  # AMD MFMA instruction tile (Tensile, hipBLASLt)
+    re.compile(r"\bck(?:_tile)?::.*fmha", re.IGNORECASE),  # composable-kernel attention
+    re.compile(r"^gemm_fusion_dot"),  # XLA's GEMM fusion (Triton): matrix units
+)
+ELIGIBLE_SUFFIXES = (
+    "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Conv3D",
+    "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput", "/MatMul", "FusedMatMul", "/CudnnRNN", "XlaDot",
+    "XlaDotV2",
+)
+ELIGIBLE_PARTS = ("BatchMatMul", "CudnnRNNV", "CudnnRNNForward", "CudnnRNNBackprop")
+ELIGIBLE_HLO_WORDS = frozenset(
+    {"dot", "convolution", "conv", "gemm", "matmul", "cublas", "cublaslt", "hipblaslt"})
+_JAX_ELIGIBLE = re.compile(r"(?:^|[/(])(?:dot_general|conv_general_dilated)\)*$")
+_WORD = re.compile(r"[^a-z0-9]+")
+_TOKEN = re.compile(r"(\w+):([\d.,]+)")
+
+
+@dataclass(frozen=True)
+class KernelDetails:
+    registers_per_thread: int = 0
+    static_shared_bytes: int = 0
+    dynamic_shared_bytes: int = 0
+    grid: tuple[int, int, int] = (1, 1, 1)
+    block: tuple[int, int, int] = (1, 1, 1)
+    occupancy_percent: float = 0.0
+    #: Shared memory given as one total (TF <= 2.4 `shm:`, ROCm `group_mem:`), not split.
+    unsplit_shared_bytes: int = 0
+
+    @property
+    def shared_memory_bytes(self) -> int:
+        """Shared memory per block (LDS on AMD), in bytes, whichever form gave it."""
+        return self.static_shared_bytes + self.dynamic_shared_bytes + self.unsplit_shared_bytes
+
+
+def parse_kernel_details(text: str) -> KernelDetails:
+    """One `kernel_details` text (any form of the module's table) as its launch facts."""
+    values = dict(_TOKEN.findall(text))
+
+    def dims(key: str) -> tuple[int, int, int]:
+        parts = [int(p) for p in values.get(key, "").split(",") if p.isdigit()]
+        parts += [1] * (3 - len(parts))
+        return parts[0], parts[1], parts[2]
+
+    def number(key: str) -> float:
+        try:
+            return float(values.get(key, "0"))
+        except ValueError:
+            return 0.0
+
+    def integer(key: str) -> int:
+        return int(number(key))
+
+    return KernelDetails(
+        registers_per_thread=integer("regs"), static_shared_bytes=integer("static_shared"),
+        dynamic_shared_bytes=integer("dynamic_shared"), grid=dims("grid"), block=dims("block"),
+        occupancy_percent=number("occ_pct"),
+        unsplit_shared_bytes=integer("shm") + integer("group_mem"),
+    )
+
+
+def uses_tensor_core(kernel_name: str) -> bool:
+    """Whether the kernel runs on matrix units (NVIDIA Tensor Cores, AMD Matrix Cores)."""
+    return (any(p in kernel_name for p in TENSOR_CORE_PATTERNS)
+            or any(p.search(kernel_name) for p in MATRIX_CORE_PATTERNS))
+
+
+def op_tensor_core_eligible(op: str, hlo_op: str = "") -> bool:
+    """Whether an op could use matrix units: `op` is `name:Type` (TF) or a JAX op path."""
+    name, _, op_type = op.partition(":")
+    full = f"{name}/{op_type}" if op_type else name
+    if (full.endswith(ELIGIBLE_SUFFIXES) or op_type.endswith(ELIGIBLE_SUFFIXES)
+            or any(p in op for p in ELIGIBLE_PARTS) or _JAX_ELIGIBLE.search(op)):
+        return True
+    words = _WORD.split(hlo_kind(hlo_op).lower()) if hlo_op else []
+    return any(w in ELIGIBLE_HLO_WORDS for w in words)
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    kernel_name: str
+    details: KernelDetails
+    op_name: str  # the launching op: TF `name:Type` or the JAX op path; "" if unknown
+    hlo_op: str  # the HLO op the kernel ran (`gemm_fusion_dot.1`); "" if none
+    uses_tensor_core: bool
+    op_tensor_core_eligible: bool
+    occurrences: int
+    total_ps: int
+    min_ps: int
+    max_ps: int
+
+
+@dataclass(frozen=True)
+class KernelStats:
+    rows: list[KernelRow]  # by total time, descending
+    num_gpu_planes: int
+    num_gpu_events: int  # events on GPU planes (kernels, memcpys, ...)
+
+
+def build_kernel_stats(table: EventTable) -> KernelStats:
+    """Rows per (kernel, details, op, HLO op) over the kernels of every GPU plane."""
+    gpu_plane = np.array(
+        [plane_kind(p.name) == PlaneKind.GPU for p in table.profile.planes] + [False])
+    on_gpu = gpu_plane[table.plane_index]
+    details_code, details_text = table.str_stat_codes("kernel_details")
+    kernels = np.flatnonzero(on_gpu & (details_code >= 0) & (table.end_ps > table.start_ps))
+    num_planes = int(np.count_nonzero(gpu_plane[:-1]))
+    if len(kernels) == 0:
+        return KernelStats([], num_planes, int(on_gpu.sum()))
+    canon = table.canonical
+    keys = np.stack([table.name_id[kernels], details_code[kernels], canon.op_name[kernels],
+                     np.where(canon.framework_typed[kernels], canon.op_type[kernels], -1),
+                     canon.hlo_op[kernels]], axis=1)
+    unique, inverse = unique_rows(keys)
+    duration = table.durations_of(kernels)
+    k = len(unique)
+    counts = np.bincount(inverse, minlength=k)
+    total = np.zeros(k, np.int64)
+    smallest = np.full(k, np.iinfo(np.int64).max, np.int64)
+    largest = np.zeros(k, np.int64)
+    np.add.at(total, inverse, duration)
+    np.minimum.at(smallest, inverse, duration)
+    np.maximum.at(largest, inverse, duration)
+    parsed = {i: parse_kernel_details(t) for i, t in enumerate(details_text)}
+    rows = []
+    for j, (name_id, d_code, o_code, t_code, h_code) in enumerate(unique.tolist()):
+        name = table.names[name_id]  # one iteration per unique kernel row
+        hlo_op = canon.text(h_code)
+        op = canon.op_label(o_code, t_code)
+        tc = uses_tensor_core(name)
+        rows.append(KernelRow(
+            name, parsed[d_code], op, hlo_op, tc, tc or op_tensor_core_eligible(op, hlo_op),
+            int(counts[j]), int(total[j]), int(smallest[j]), int(largest[j])))
+    rows.sort(key=lambda r: (-r.total_ps, r.kernel_name, r.op_name, r.hlo_op))
+    return KernelStats(rows, num_planes, int(on_gpu.sum()))

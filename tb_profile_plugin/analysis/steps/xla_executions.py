@@ -1,0 +1,259 @@
+"""Executions of XLA programs (jitted functions) on each device, from the canonical columns.
+
+An execution is one run of one XLA module on one device. Two sources, per device plane:
+
+* the producer's own "XLA Modules" line (XLA on TPU writes one event per execution, named
+  `<module>(<fingerprint>)`): its events are the executions;
+* otherwise the device events' canonical module (`hlo_module`/`program_id` on GPU kernels):
+  an execution is a maximal run, in start order over the plane, of events of one module, one
+  call and one producer group (`execution_ids`). The call is XLA's `run_id` where the events
+  carry one; else (JAX on GPU) the host-side call whose span holds the kernel's launch: XLA
+  writes one `<module>:XLA GPU module` event per call on the dispatching thread, and the
+  launch (same `correlation_id` as the kernel) runs inside it, on the tracer's line for that
+  thread. Overlapping host calls of one module (one per device, dispatched together) are one
+  call. Without either, an execution ends wherever the module changes, including to no
+  module (an argument copy between two calls of `jit_f`).
+
+For each execution: its device plane, module, first start and last end, and its busy time
+(the union of its device events' time). The trace's "XLA Modules" track (trace/derived.py)
+uses the same `execution_ids` rule, so both tell the same executions. Nothing loops over events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_forest
+from tb_profile_plugin.analysis.events.table import EventTable
+from tb_profile_plugin.analysis.steps.step_db import union_per_group
+from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.producers import (
+    LineKind,
+    TextIndex,
+    host_execution_module,
+    kind_of,
+    module_display_name,
+)
+from tb_profile_plugin.xspace.unique_rows import unique_rows
+
+#: "No run id / no call" in run-id columns: XLA writes run ids as int32, often negative.
+NO_RUN = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class Executions:
+    """One row per execution of a module on a device, sorted by (plane, begin)."""
+
+    plane_index: np.ndarray  # int64: index into profile.planes
+    module: np.ndarray  # int64: index into `names`
+    begin_ps: np.ndarray  # int64
+    end_ps: np.ndarray  # int64
+    busy_ps: np.ndarray  # int64: union of the execution's device events
+    names: list[str]  # module names, as the user named the function (`jit_train_step`)
+    #: Per event of the table: the row of the execution it belongs to, -1 for none (int32;
+    #: read-only, one shared -1, where the profile has no execution).
+    event_execution: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.begin_ps)
+
+
+@per_profile
+def profile_executions(profile: Profile) -> Executions:
+    """`xla_executions` over every event of `profile` (rows of `profile_forest(...).table`)."""
+    return xla_executions(profile_forest(profile).table)
+
+
+def execution_ids(module: np.ndarray, run_id: np.ndarray, group: np.ndarray,
+                  by_time: np.ndarray) -> np.ndarray:
+    """Per event, a dense id of the module execution it belongs to; -1 where it has no module.
+
+    `by_time`: the events of one device in start order. With `run_id` (NO_RUN where absent),
+    runs of (module, run_id, group) among the events of a module; without, runs of (module,
+    group) among all events, so that a module-less event ends an execution.
+    """
+    in_module = module >= 0
+    out = np.full(len(module), -1, np.int64)
+    if not in_module.any():
+        return out
+    with_run_id = bool(np.any(run_id[in_module] != NO_RUN))
+    seq = by_time[in_module[by_time]] if with_run_id else by_time
+    cols = (module, run_id, group) if with_run_id else (module, group)
+    new = np.zeros(len(seq), bool)
+    new[0] = True
+    for col in cols:
+        ordered = col[seq]
+        new[1:] |= ordered[1:] != ordered[:-1]
+    out[seq] = np.cumsum(new) - 1
+    return np.where(in_module, out, -1)
+
+
+def xla_executions(table: EventTable) -> Executions:
+    """Every execution of every XLA module on every device plane of `table`'s profile."""
+    names = TextIndex()
+    parts: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+    on_device = table.on_device
+    if not on_device.any():
+        return _host_executions(table, names)
+    canon = table.canonical
+    for plane_index in np.unique(table.plane_index[on_device]).tolist():
+        own = _module_line_executions(table, plane_index, names)
+        if own is None:
+            own = _derived_executions(table, plane_index, canon.module, canon.texts, names)
+        parts.append((plane_index, *own))
+    plane = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in parts]) \
+        if parts else np.zeros(0, np.int64)
+    module, begin, end = (np.concatenate([p[k] for p in parts]).astype(np.int64)
+                          if parts else np.zeros(0, np.int64) for k in (1, 2, 3))
+    order = np.lexsort((begin, plane))
+    plane, module, begin, end = plane[order], module[order], begin[order], end[order]
+    event_execution = _assign(table, on_device, plane, begin, end)
+    member = event_execution >= 0
+    busy = union_per_group(event_execution[member], table.start_ps[member],
+                           table.end_ps[member], len(begin))
+    return Executions(plane, module, begin, end, busy, names.texts, event_execution)
+
+
+def _host_executions(table: EventTable, names: TextIndex) -> Executions:
+    """A CPU-only profile: XLA's CPU thunks (canonical module on host threads) with `run_id`;
+    an execution is every thunk of one (plane, module, run_id), on whatever thread it ran."""
+    # None yet: one shared read-only -1 (a TensorFlow host has no XLA run: no column at all).
+    event_execution = np.broadcast_to(np.int32(-1), (len(table),))
+    empty = np.zeros(0, np.int64)
+    run_id = table.int_stat("run_id", NO_RUN)
+    if not np.any(run_id != NO_RUN):  # no XLA run on the host: no canonical columns needed
+        return Executions(empty, empty, empty, empty, empty, names.texts, event_execution)
+    canon = table.canonical
+    rows = np.flatnonzero((canon.module >= 0) & (run_id != NO_RUN))
+    if len(rows) == 0:
+        return Executions(empty, empty, empty, empty, empty, names.texts, event_execution)
+    key = np.stack([table.plane_index[rows].astype(np.int64), canon.module[rows], run_id[rows]],
+                   axis=1)
+    _, first, inverse = unique_rows(key, return_index=True)
+    count = len(first)
+    begin = np.full(count, np.iinfo(np.int64).max, np.int64)
+    end = np.full(count, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(begin, inverse, table.start_ps[rows])
+    np.maximum.at(end, inverse, table.end_ps[rows])
+    texts = canon.texts
+    module = names.codes([module_display_name(texts[c]) for c in canon.module[rows[first]]])
+    plane = table.plane_index[rows[first]].astype(np.int64)
+    order = np.lexsort((begin, plane))
+    rank = np.empty(count, np.int64)
+    rank[order] = np.arange(count)
+    event_execution = np.full(len(table), -1, np.int32)
+    event_execution[rows] = rank[inverse]
+    busy = union_per_group(rank[inverse], table.start_ps[rows], table.end_ps[rows], count)
+    return Executions(plane[order], module[order], begin[order], end[order], busy[order],
+                      names.texts, event_execution)
+
+
+def _module_line_executions(table: EventTable, plane_index: int, names: TextIndex
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(module code, begin, end) of the producer's XLA Modules line on the plane, or None."""
+    plane = table.profile.planes[plane_index]
+    lines = [line for line in plane.lines if kind_of(plane, line) == LineKind.XLA_MODULES]
+    if not lines:
+        return None
+    meta = plane.event_metadata
+    codes = np.append(names.codes([module_display_name(t) for t in meta.names.tolist()]), -1)
+    modules, begins, ends = [], [], []
+    for line in lines:
+        events = line.events
+        modules.append(codes[meta.rows_of(events.metadata_id)])
+        begins.append(events.start_ps)
+        ends.append(events.start_ps + events.duration_ps)
+    return np.concatenate(modules), np.concatenate(begins), np.concatenate(ends)
+
+
+def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
+                        texts: list[str], names: TextIndex
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(module code, begin, end) of the executions told by the plane's events' modules."""
+    rows = np.flatnonzero(table.plane_index == plane_index)
+    by_time = np.lexsort((np.arange(len(rows)), table.start_ps[rows]))
+    run_id = table.int_stat("run_id", NO_RUN)[rows]
+    if not np.any(run_id[module[rows] >= 0] != NO_RUN):
+        run_id = _host_calls(table)[rows]
+    ids = execution_ids(module[rows], run_id, table.int_stat("group_id")[rows], by_time)
+    member = ids >= 0
+    if not member.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    count = int(ids.max()) + 1
+    begin = np.full(count, np.iinfo(np.int64).max, np.int64)
+    end = np.full(count, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(begin, ids[member], table.start_ps[rows][member])
+    np.maximum.at(end, ids[member], table.end_ps[rows][member])
+    first_module = np.full(count, -1, np.int64)
+    first_module[ids[member]] = module[rows][member]
+    present = np.unique(first_module)
+    code_of = np.full(len(texts) + 1, -1, np.int64)
+    for code in present.tolist():  # distinct modules, not events
+        code_of[code] = names.code(module_display_name(texts[code]))
+    return code_of[first_module], begin, end
+
+
+def _host_calls(table: EventTable) -> np.ndarray:
+    """Per event: the host-side call (of its own module) holding its launch, or NO_RUN.
+
+    Calls are the host execution events (`host_execution_module`), overlapping ones of one
+    module merged; a device event finds its launch by `correlation_id` and the call by the
+    launch's start time. Call ids are unique across modules.
+    """
+    out = np.full(len(table), NO_RUN, np.int64)
+    module_of_name = [host_execution_module(name) for name in table.names]
+    if not any(module_of_name):
+        return out
+    canon = table.canonical
+    texts = canon.texts
+    correlation = table.int_stat("correlation_id")
+    on_device = table.on_device
+    launches = np.flatnonzero(~on_device & (correlation >= 0))
+    launches = launches[np.argsort(correlation[launches], kind="stable")]
+    kernels = np.flatnonzero(on_device & (correlation >= 0) & (canon.module >= 0))
+    at = np.searchsorted(correlation[launches], correlation[kernels])
+    found = at < len(launches)
+    found[found] &= correlation[launches[at[found]]] == correlation[kernels[found]]
+    kernels, launch_start = kernels[found], table.start_ps[launches[at[found]]]
+    kernel_module = np.array([texts[c] for c in canon.module[kernels].tolist()], object) \
+        if len(kernels) else np.zeros(0, object)
+    next_id = 0
+    for module in sorted({m for m in module_of_name if m}):  # per module, not per event
+        names = np.array([m == module for m in module_of_name] + [False])
+        calls = np.flatnonzero(names[table.name_id] & ~on_device)
+        begin, end = _merged(table.start_ps[calls], table.end_ps[calls])
+        mine = np.flatnonzero(kernel_module == module)
+        slot = np.searchsorted(begin, launch_start[mine], side="right") - 1
+        inside = (slot >= 0) & (launch_start[mine] < end[np.maximum(slot, 0)])
+        out[kernels[mine[inside]]] = next_id + slot[inside]
+        next_id += len(begin)
+    return out
+
+
+def _merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals as sorted, disjoint [begin, end) intervals."""
+    if len(start) == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    running = np.maximum.accumulate(end)
+    new = np.ones(len(start), bool)
+    new[1:] = start[1:] >= running[:-1]
+    cuts = np.flatnonzero(new)
+    return start[cuts], np.maximum.reduceat(end, cuts)
+
+
+def _assign(table: EventTable, on_device: np.ndarray, plane: np.ndarray, begin: np.ndarray,
+            end: np.ndarray) -> np.ndarray:
+    """Per event: the execution on its plane whose [begin, end) holds its start, else -1."""
+    out = np.full(len(table), -1, np.int32)  # (executions number far below 2^31)
+    for plane_index in np.unique(plane).tolist():  # per device plane, not per event
+        lo, hi = np.searchsorted(plane, [plane_index, plane_index + 1])
+        rows = np.flatnonzero(on_device & (table.plane_index == plane_index))
+        start = table.start_ps[rows]
+        found = np.searchsorted(begin[lo:hi], start, side="right") - 1
+        inside = (found >= 0) & (start < end[lo:hi][np.maximum(found, 0)])
+        out[rows[inside]] = lo + found[inside]
+    return out
