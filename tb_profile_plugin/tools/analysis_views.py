@@ -24,7 +24,7 @@ from tb_profile_plugin.analysis.steps.breakdown import steps_json
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.steps.step_db import StepDb
 from tb_profile_plugin.tools.document import Diagnostics
-from tb_profile_plugin.tools.registry import RunFacts, ViewRequest
+from tb_profile_plugin.tools.view import RunFacts, ViewRequest
 from tb_profile_plugin.xspace.model import Profile
 
 T = TypeVar("T")

@@ -39,7 +39,7 @@ from tb_profile_plugin.tools.analysis_views import (
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.overview_page import steps_table
-from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+from tb_profile_plugin.tools.view import Table, View, ViewRequest
 
 NAME = "input_pipeline_analyzer"
 VERSION = 1
@@ -134,5 +134,5 @@ def input_ops_table(doc: dict[str, Any]) -> Table:
     return header, [[r[k] for k in header] for r in doc["input_ops"]]
 
 
-VIEW = register(View(NAME, VERSION, build, has_host_events, combines_hosts=True,
-                     tables={"input_ops": input_ops_table, "steps": steps_table}))
+VIEW = View(NAME, VERSION, build, has_host_events, combines_hosts=True,
+            tables={"input_ops": input_ops_table, "steps": steps_table})

@@ -16,7 +16,7 @@ from typing import Any
 from tb_profile_plugin.analysis.hosts.multi_host import merge_kernel_stats
 from tb_profile_plugin.tools.analysis_views import op_analyses
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
+from tb_profile_plugin.tools.view import RunFacts, Table, View, ViewRequest
 
 NAME = "kernel_stats"
 VERSION = 1
@@ -101,6 +101,4 @@ def _has_gpu(facts: RunFacts) -> bool:
     return facts.has_gpu_planes
 
 
-VIEW = register(
-    View(NAME, VERSION, build, _has_gpu, combines_hosts=True, tables={"rows": rows_table})
-)
+VIEW = View(NAME, VERSION, build, _has_gpu, combines_hosts=True, tables={"rows": rows_table})

@@ -29,7 +29,7 @@ from tb_profile_plugin.analysis.memory.timeline import in_range, sample_timeline
 from tb_profile_plugin.errors import BadRequest, NotFound
 from tb_profile_plugin.tools.analysis_views import has_host_events
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import Table, View, ViewRequest, float_param, register
+from tb_profile_plugin.tools.view import Table, View, ViewRequest, float_param
 
 NAME = "memory_profile"
 VERSION = 1
@@ -204,7 +204,5 @@ def timeline_table(doc: dict[str, Any]) -> Table:
     return header, [[row[k] for k in header] for row in doc["timeline"]]
 
 
-VIEW = register(
-    View(NAME, VERSION, build, has_host_events,
-         tables={"breakdown": breakdown_table, "timeline": timeline_table})
-)
+VIEW = View(NAME, VERSION, build, has_host_events,
+            tables={"breakdown": breakdown_table, "timeline": timeline_table})

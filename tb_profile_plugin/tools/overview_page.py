@@ -47,7 +47,7 @@ from tb_profile_plugin.tools.analysis_views import (
     step_rows,
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+from tb_profile_plugin.tools.view import Table, View, ViewRequest
 
 NAME = "overview_page"
 VERSION = 1
@@ -196,6 +196,6 @@ def tf_functions_table(doc: dict[str, Any]) -> Table:
     return list(TF_FUNCTION_COLUMNS), rows
 
 
-VIEW = register(View(NAME, VERSION, build, has_host_events, combines_hosts=True,
-                     tables={"steps": steps_table, "jitted_functions": jitted_table,
-                             "tf_functions": tf_functions_table}))
+VIEW = View(NAME, VERSION, build, has_host_events, combines_hosts=True,
+            tables={"steps": steps_table, "jitted_functions": jitted_table,
+            "tf_functions": tf_functions_table})

@@ -31,7 +31,7 @@ from tb_profile_plugin.analysis.steps.step_db import StepDb
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.analysis_views import has_host_events, hosts_json, multi_host
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+from tb_profile_plugin.tools.view import Table, View, ViewRequest
 
 NAME = "pod_viewer"
 VERSION = 1
@@ -165,5 +165,5 @@ def steps_table(doc: dict[str, Any]) -> Table:
     return header, rows
 
 
-VIEW = register(View(NAME, VERSION, build, has_host_events, combines_hosts=True,
-                     tables={"stragglers": stragglers_table, "steps": steps_table}))
+VIEW = View(NAME, VERSION, build, has_host_events, combines_hosts=True,
+            tables={"stragglers": stragglers_table, "steps": steps_table})

@@ -9,6 +9,7 @@ what each view needs and whether this capture has it (tools/profile_contents.py)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,15 +23,12 @@ from tb_profile_plugin.tools.profile_contents import (
     producer,
     view_needs,
 )
-from tb_profile_plugin.tools.registry import (
-    VIEWS,
+from tb_profile_plugin.tools.view import (
     RunFacts,
     Table,
     View,
     ViewRequest,
-    ordered_views,
-    register,
-)
+    )
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import kind_of
 from tb_profile_plugin.xspace.schema import is_device_plane
@@ -128,7 +126,8 @@ def host_info_file(path: str) -> HostInfo:
     return host_info(ProfileStore(max_bytes=0).open(path))
 
 
-def build(request: ViewRequest) -> dict[str, Any]:
+def build(request: ViewRequest, views: Sequence[View]) -> dict[str, Any]:
+    """The document; `views` are the views whose needs it reports, in their order."""
     diagnostics = Diagnostics()
     hosts = []
     for host, part in per_host_parts(request, NAME, host_info_file, host_info).items():
@@ -137,14 +136,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
         diagnostics.info.extend(f"{host}: {m}" for m in part.info)
         hosts.append({"host": host, **part.summary})
     facts = request.run_facts()
+    by_name = {view.name: view for view in views}
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
         host_count=len(hosts),
         total_events=sum(h["num_events"] for h in hosts),
         hosts=hosts,
         views=view_needs([(h["host"], h["contents"]) for h in hosts],
-                         lambda view: VIEWS[view].available(facts),
-                         [v.name for v in ordered_views()]),
+                         lambda view: by_name[view].available(facts),
+                         list(by_name)),
     )
 
 
@@ -164,7 +164,8 @@ def views_table(doc: dict[str, Any]) -> Table:
     return header, [[row[k] for k in header] for row in doc["views"]]
 
 
-VIEW = register(
-    View(NAME, VERSION, build, _always, combines_hosts=True,
-         tables={"lines": lines_table, "views": views_table})
-)
+def view(views: Callable[[], Sequence[View]]) -> View:
+    """profile_info's `View`, reporting what each of `views()` needs (the registry's views, in
+    their order, asked at each build: this module never imports the registry)."""
+    return View(NAME, VERSION, lambda request: build(request, views()), _always,
+                combines_hosts=True, tables={"lines": lines_table, "views": views_table})

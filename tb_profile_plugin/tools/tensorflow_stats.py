@@ -27,7 +27,7 @@ from tb_profile_plugin.tools.analysis_views import (
     profile_messages,
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import Table, View, ViewRequest, register
+from tb_profile_plugin.tools.view import Table, View, ViewRequest
 
 NAME = "tensorflow_stats"
 VERSION = 1
@@ -143,6 +143,5 @@ def rows_table(doc: dict[str, Any]) -> Table:
     return header, [[row.get(k, "") for k in header] for row in doc["rows"]]
 
 
-VIEW = register(
-    View(NAME, VERSION, build, has_host_events, combines_hosts=True, tables={"rows": rows_table})
-)
+VIEW = View(NAME, VERSION, build, has_host_events, combines_hosts=True,
+            tables={"rows": rows_table})

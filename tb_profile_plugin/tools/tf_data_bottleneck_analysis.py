@@ -35,7 +35,7 @@ from tb_profile_plugin.analysis.tf_data.guide_checks import (
 from tb_profile_plugin.analysis.tf_data.pipelines import ITERATOR_PREFIX
 from tb_profile_plugin.tools.analysis_views import host_analyses, per_host_parts
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import RunFacts, Table, View, ViewRequest, register
+from tb_profile_plugin.tools.view import RunFacts, Table, View, ViewRequest
 from tb_profile_plugin.xspace.model import Profile
 
 NAME = "tf_data_bottleneck_analysis"
@@ -327,6 +327,6 @@ def has_iterator_events(facts: RunFacts) -> bool:
     return any(name.startswith(ITERATOR_PREFIX) for name in facts.event_names)
 
 
-VIEW = register(View(
+VIEW = View(
     NAME, VERSION, build, has_iterator_events, combines_hosts=True,
-    tables={"pipelines": pipelines_table, "bottlenecks": bottlenecks_table}))
+    tables={"pipelines": pipelines_table, "bottlenecks": bottlenecks_table})

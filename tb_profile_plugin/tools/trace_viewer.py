@@ -14,14 +14,13 @@ import numpy as np
 
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.document import Diagnostics, document
-from tb_profile_plugin.tools.registry import (
+from tb_profile_plugin.tools.view import (
     RunFacts,
     View,
     ViewRequest,
     float_param,
     int_param,
-    register,
-)
+    )
 from tb_profile_plugin.trace.details import event_details, search
 from tb_profile_plugin.trace.host_budget import (
     TRACE_BYTES_PER_FILE_BYTE,
@@ -221,5 +220,5 @@ def _has_events(facts: RunFacts) -> bool:
 
 # Not kept finished: which hosts a window shows depends on the memory bound (host_budget.py),
 # and each zoom asks for another window.
-VIEW = register(View(NAME, VERSION, build, _has_events, combines_hosts=True,
-                     keeps_documents=False))
+VIEW = View(NAME, VERSION, build, _has_events, combines_hosts=True,
+            keeps_documents=False)

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any, TypeVar
 
+import tb_profile_plugin
 from tb_profile_plugin import column_threads, memory_release
 from tb_profile_plugin.errors import EngineUnavailable
 from tb_profile_plugin.xspace import cache
@@ -192,7 +193,7 @@ def _clean_context() -> multiprocessing.context.BaseContext:
 def clean_import_path(path: list[str], cwd: str) -> list[str]:
     """`path` without the entries that mean the current directory ('' and `cwd` itself) unless
     the package itself lives there (a checkout run from its root)."""
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(tb_profile_plugin.__file__)))
     keep = []
     for entry in path:
         where = os.path.normpath(os.path.join(cwd, entry))
