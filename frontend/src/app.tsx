@@ -35,8 +35,9 @@ import {
   type ViewParams,
 } from "./location";
 import { COMPARE_VIEW, ComparePage, compareSelection, compareToSelection } from "./views/compare";
-import { paramsFor, rendererFor, viewLabel } from "./views/registry";
+import { paramsFor, rendererFor } from "./views/registry";
 import type { ViewDocument } from "./views/types";
+import { viewLabel } from "./views/view_names";
 
 function listOf(fetched: Fetched<readonly string[]>): readonly string[] | null {
   return fetched.state === "ok" && Array.isArray(fetched.data) ? fetched.data : null;

@@ -3,7 +3,7 @@ import { useRef } from "preact/hooks";
 import type { Fetched } from "../hooks";
 import { fitMiddle, middleCut, useBoxWidth } from "./middle_text";
 import { plural } from "../views/format";
-import { viewLabel } from "../views/registry";
+import { viewLabel } from "../views/view_names";
 import { CaptureButton } from "./capture_dialog";
 
 export const ALL_HOSTS = "ALL_HOSTS";

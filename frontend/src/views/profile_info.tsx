@@ -17,8 +17,8 @@
 import { DataTable, type Column } from "../components/data_table";
 import { DiagnosticsPanel } from "./diagnostics";
 import { bool, formatCount, formatMs, list, num, record, str } from "./format";
-import { viewLabel } from "./registry";
 import { diagnosticsOf, type ViewProps } from "./types";
+import { viewLabel } from "./view_names";
 import { Card, CsvLink, Figure, Section } from "./widgets";
 
 interface ViewNeed {

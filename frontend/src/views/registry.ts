@@ -1,5 +1,7 @@
 /**
- * The views the Profile tab knows, keyed by the view names the API uses (`run_tools`).
+ * The renderers and parameters of the views the Profile tab knows, keyed by the view names
+ * the API uses (`run_tools`; their list, order and labels are in view_names.ts, which imports
+ * no view, so that views and components that name views need not import this module).
  *
  * To add a dedicated renderer: write `views/<name>.tsx` exporting a component that takes
  * ViewProps, and add it to RENDERERS below. A view without an entry is shown by GenericView
@@ -19,33 +21,7 @@ import { TensorflowStats } from "./tensorflow_stats";
 import { TfDataBottleneckAnalysis } from "./tf_data_bottleneck_analysis";
 import { TraceViewer } from "./trace_viewer/view";
 import type { ViewRenderer } from "./types";
-
-/** The API's view names, in the order the API lists them. */
-export const VIEW_NAMES = [
-  "overview_page",
-  "input_pipeline_analyzer",
-  "tensorflow_stats",
-  "trace_viewer",
-  "kernel_stats",
-  "memory_profile",
-  "pod_viewer",
-  "tf_data_bottleneck_analysis",
-  "profile_info",
-] as const;
-
-export type ViewName = (typeof VIEW_NAMES)[number];
-
-const LABELS: Readonly<Record<ViewName, string>> = {
-  overview_page: "Overview",
-  input_pipeline_analyzer: "Input pipeline",
-  tensorflow_stats: "TensorFlow stats",
-  trace_viewer: "Trace viewer",
-  kernel_stats: "Kernel stats",
-  memory_profile: "Memory profile",
-  pod_viewer: "Pod viewer",
-  tf_data_bottleneck_analysis: "tf.data bottlenecks",
-  profile_info: "Profile info",
-};
+import { isViewName, type ViewName } from "./view_names";
 
 /** Dedicated renderers; views missing here fall back to GenericView. */
 const RENDERERS: Partial<Record<ViewName, ViewRenderer>> = {
@@ -65,17 +41,6 @@ const PARAMS: Partial<Record<ViewName, readonly string[]>> = {
   tensorflow_stats: ["include_idle"],
   memory_profile: ["memory_id", "start_time_ms", "end_time_ms"],
 };
-
-function isViewName(name: string): name is ViewName {
-  return (VIEW_NAMES as readonly string[]).includes(name);
-}
-
-/** The human name of a view; a name the registry does not know is made readable. */
-export function viewLabel(name: string): string {
-  if (isViewName(name)) return LABELS[name];
-  const words = name.replace(/_/g, " ").trim();
-  return words ? words.charAt(0).toUpperCase() + words.slice(1) : name;
-}
 
 /** The renderer for a view: its dedicated one, or GenericView. */
 export function rendererFor(name: string): ViewRenderer {
