@@ -18,8 +18,8 @@ setup(
             extra_compile_args=["-O3"],
         ),
         Extension(
-            "tb_profile_plugin.trace._nesting",
-            sources=["tb_profile_plugin/trace/_nesting.c"],
+            "tb_profile_plugin.analysis.events._nesting",
+            sources=["tb_profile_plugin/analysis/events/_nesting.c"],
             optional=True,
             extra_compile_args=["-O3"],
         ),

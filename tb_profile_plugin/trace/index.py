@@ -22,8 +22,9 @@ derived events point to the first event they cover.
 Times are ps from `Profile.origin_ns`; `absolute_origin_ns` is that zero in Unix ns (TF's
 normalized captures count line timestamps from the `profile_start_time` plane stat).
 
-`trace_index(profile)` builds once per decoded profile and keeps the result while the profile
-is alive (the store keeps decoded profiles).
+`build_index(profile)` builds it; `trace_index(profile)` (trace/index_cache.py) builds it once
+per decoded profile, or reads it from the disk cache, and keeps it while the profile is alive
+(the store keeps decoded profiles).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin import column_threads
-from tb_profile_plugin.analysis.events.profile_cache import per_profile
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace.depth import nesting_order, nesting_order_into
 from tb_profile_plugin.trace.derived import (
@@ -48,7 +48,6 @@ from tb_profile_plugin.trace.derived import (
     derive_tracks,
 )
 from tb_profile_plugin.trace.lod import levels_of, summarise
-from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.model import EventMetadataTable, Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import LineKind, PlaneKind, kind_of, plane_kind
 from tb_profile_plugin.xspace.schema import (
@@ -551,21 +550,3 @@ def _place_track(t: _Track, here: slice, derived_here: slice | None,
     else:
         out.source_row[here] = t.source_row[order]
     return counts
-
-
-def _load_or_build(profile: Profile) -> TraceIndex:
-    """The index from the disk cache (trace/index_cache.py), else built and written there."""
-    from tb_profile_plugin.trace import index_cache  # it imports this module
-
-    index = index_cache.load(profile)
-    if index is None:
-        with cache.quiet():  # the profile's entry, queued by its decode, waits meanwhile
-            index = build_index(profile)
-        index_cache.save(index, later=True)  # written after the first window is answered
-    index_cache.load_first_window(index)
-    return index
-
-
-#: The index of a profile, built once (concurrent callers wait for one build), kept in the disk
-#: cache beside the profile's columns.
-trace_index = per_profile(_load_or_build)

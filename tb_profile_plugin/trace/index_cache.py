@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from tb_profile_plugin.analysis.events.profile_cache import per_profile
 from tb_profile_plugin.trace.index import IndexColumns, Process, Thread, TraceIndex, build_index
 from tb_profile_plugin.trace.lod import FANOUT
+from tb_profile_plugin.trace.visible import NO_BLOCKS, DensityBlocks, Visible, remember
 from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.model import Profile
-
-if TYPE_CHECKING:
-    from tb_profile_plugin.trace.window import Visible
 
 logger = logging.getLogger(__name__)
 
@@ -214,8 +213,6 @@ def load_first_window(index: TraceIndex) -> None:
     index's columns; without one, marks the index to keep its first window. Only for an index
     whose entry is read lazily (`cache.LAZY_MIN_BYTES` or more): a smaller one is read whole
     in milliseconds."""
-    from tb_profile_plugin.trace import window  # it imports this module's users
-
     where = index.profile.derived.disk_key
     if where is None:
         return
@@ -229,7 +226,7 @@ def load_first_window(index: TraceIndex) -> None:
         index.first_window_pending = True
         return
     key, visible = found
-    window.remember(index, key, visible)
+    remember(index, key, visible)
     index.prefetch_pending = bool(index.columns.unread())
 
 
@@ -286,8 +283,6 @@ def save_first_window(index: TraceIndex, key: tuple[int, ...], visible: Visible)
 def _window_of(index: TraceIndex, header: dict[str, Any],
                arrays: list[np.ndarray]) -> tuple[tuple[int, ...], Visible]:
     """(key, answer) of a first window's entry; raises ValueError unless it fits the index."""
-    from tb_profile_plugin.trace.window import NO_BLOCKS, DensityBlocks, Visible
-
     key = header.get("window")
     if (header.get("version") != INDEX_FORMAT_VERSION or len(arrays) != len(_WINDOW_ARRAYS)
             or header.get("num_events") != len(index) or not isinstance(key, list)
@@ -318,3 +313,19 @@ def _window_of(index: TraceIndex, header: dict[str, Any],
 
 def _within(values: np.ndarray, size: int) -> bool:
     return not len(values) or (int(values.min()) >= 0 and int(values.max()) < size)
+
+
+def _load_or_build(profile: Profile) -> TraceIndex:
+    """The index from the disk cache, else built and written there."""
+    index = load(profile)
+    if index is None:
+        with cache.quiet():  # the profile's entry, queued by its decode, waits meanwhile
+            index = build_index(profile)
+        save(index, later=True)  # written after the first window is answered
+    load_first_window(index)
+    return index
+
+
+#: The index of a profile, built once (concurrent callers wait for one build), kept in the disk
+#: cache beside the profile's columns.
+trace_index = per_profile(_load_or_build)

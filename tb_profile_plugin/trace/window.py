@@ -32,15 +32,22 @@ run offsets, ends a `maximum.reduceat`.
 
 from __future__ import annotations
 
-import collections
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from tb_profile_plugin.trace.index import TraceIndex, trace_index
+from tb_profile_plugin.trace import index_cache
+from tb_profile_plugin.trace.index import TraceIndex
+from tb_profile_plugin.trace.index_cache import trace_index
 from tb_profile_plugin.trace.lod import segments_view
+from tb_profile_plugin.trace.visible import (  # noqa: F401  (DensityBlocks: the answer's type)
+    NO_BLOCKS,
+    DensityBlocks,
+    Visible,
+    remember,
+    remembered,
+)
 from tb_profile_plugin.xspace.model import Profile
 
 #: A window holding at most this many events (per host) is returned whole at any resolution.
@@ -48,9 +55,6 @@ UNFILTERED_MAX_EVENTS = 10_000
 #: Hosts whose events span more than this (a week, in ps) on the absolute time axis are not
 #: aligned: int64 ps would overflow at 106 days, float µs lose the ns at 104 days.
 MAX_ALIGNED_SPAN_PS = 7 * 24 * 3600 * 10**12
-#: Answers kept per index (the full view and the last pans are asked for again and again).
-_CACHED_WINDOWS = 16
-_cache_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -117,39 +121,6 @@ def trace_set(profiles: Mapping[str, Profile]) -> TraceSet:
                     clock_span_ps)
 
 
-@dataclass(frozen=True)
-class DensityBlocks:
-    """Runs of sub-pixel events (module docstring), sorted by (segment, start)."""
-
-    segment: np.ndarray  # int64: (track, depth) segment of the index
-    start_ps: np.ndarray  # int64: start of the run's first event (index time)
-    end_ps: np.ndarray  # int64: latest end in the run
-    count: np.ndarray  # int64: events in the run, >= 2
-    first_id: np.ndarray  # int64: index id of the run's first event (its name colours it)
-
-    def __len__(self) -> int:
-        return len(self.count)
-
-
-_EMPTY = np.zeros(0, np.int64)
-NO_BLOCKS = DensityBlocks(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY)
-
-
-@dataclass(frozen=True)
-class Visible:
-    ids: np.ndarray  # index event ids, sorted by (track, start, id)
-    num_filtered: int
-    #: Dense stretches; empty when nothing was filtered (the events then tell everything).
-    blocks: DensityBlocks
-    #: The events' columns (what the document shows of them: a window kept in the disk cache,
-    #: trace/index_cache.py, is answered without reading the index's columns).
-    start_ps: np.ndarray
-    end_ps: np.ndarray
-    name_id: np.ndarray
-    block_name_id: np.ndarray  # name of each block's first event
-    segment: np.ndarray  # (track, depth) segment of each event
-
-
 def density_blocks(
     ids: np.ndarray, segment: np.ndarray, start: np.ndarray, end: np.ndarray, pixel_ps: float,
 ) -> DensityBlocks:
@@ -181,36 +152,17 @@ def visible_events(
     if unfiltered_max_events is None:
         unfiltered_max_events = UNFILTERED_MAX_EVENTS
     key = (a_ps, b_ps, resolution, unfiltered_max_events)
-    cache: collections.OrderedDict[tuple[int, ...], Visible] = index.lazy(
-        "windows", collections.OrderedDict)
-    with _cache_lock:
-        visible = cache.get(key)
-        if visible is not None:
-            cache.move_to_end(key)
+    visible = remembered(index, key)
     if visible is None:
         visible = _visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events)
         remember(index, key, visible)
         if index.first_window_pending:  # the first window asked: kept in the disk cache
             index.first_window_pending = False
-            from tb_profile_plugin.trace import index_cache  # it imports this module
-
             index_cache.save_first_window(index, key, visible)
     if index.prefetch_pending:  # the first window came from the disk cache: read the rest
         index.prefetch_pending = False
-        from tb_profile_plugin.trace import index_cache
-
         index_cache.prefetch(index)
     return visible
-
-
-def remember(index: TraceIndex, key: tuple[int, ...], visible: Visible) -> None:
-    """Keeps the answer to window `key` with the index (the last `_CACHED_WINDOWS`)."""
-    cache: collections.OrderedDict[tuple[int, ...], Visible] = index.lazy(
-        "windows", collections.OrderedDict)
-    with _cache_lock:
-        cache[key] = visible
-        while len(cache) > _CACHED_WINDOWS:
-            cache.popitem(last=False)
 
 
 #: Above this many (track, depth) segments a window counts per segment with one pass over

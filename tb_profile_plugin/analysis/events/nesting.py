@@ -23,7 +23,7 @@ longer first; an event's parent is the latest earlier event that still encloses 
 is the nearest earlier event, in that order, whose end is not before its end:
 `stack_nesting`, a binary search over a sparse table of running maxima.
 
-Both are the numpy reference. Where the optional compiled pass is built (trace/_nesting.c,
+Both are the numpy reference. Where the optional compiled pass is built (analysis/events/_nesting.c,
 `depth_parent`), one stack walk over a line in start order gives the same depth and parent for
 either kind of line, in O(n) with no temporaries (5 lines of 2.4M events: 0.68 s in numpy);
 TB_PROFILE_PURE_NESTING=1 or `pure=True` keeps the numpy version.
@@ -41,7 +41,7 @@ from tb_profile_plugin.analysis.events.column_sizes import narrowest_int
 from tb_profile_plugin.request_budget import checkpoint
 
 try:  # the optional compiled stack pass, built with the package where a C compiler is
-    from tb_profile_plugin.trace import _nesting  # type: ignore[attr-defined]
+    from tb_profile_plugin.analysis.events import _nesting  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - exercised where no compiler built it
     _nesting = None
 
@@ -50,7 +50,7 @@ PURE_NESTING_ENV = "TB_PROFILE_PURE_NESTING"
 
 
 def compiled_pass(pure: bool | None = None) -> Any:
-    """The compiled module (trace/_nesting.c) where it is to be used, else None: `pure` True
+    """The compiled module (analysis/events/_nesting.c) where it is to be used, else None: `pure` True
     forces numpy, False the compiled pass where built; None picks it unless
     TB_PROFILE_PURE_NESTING=1."""
     if pure or _nesting is None or (pure is None and os.environ.get(PURE_NESTING_ENV) == "1"):
@@ -313,7 +313,7 @@ _WALK_CHECK_LEVEL = 8
 def under(mask: np.ndarray, parent: np.ndarray, *, pure: bool | None = None) -> np.ndarray:
     """Per event: some strict ancestor (by `parent`) is in `mask`.
 
-    The compiled pass (trace/_nesting.c `under`, where built) climbs each chain once, O(n);
+    The compiled pass (analysis/events/_nesting.c `under`, where built) climbs each chain once, O(n);
     the numpy walk below is the reference (`pure`, TB_PROFILE_PURE_NESTING=1): level by level,
     which at 20M events and a dozen levels is 3 s of gathers."""
     found = np.zeros(len(mask), bool)

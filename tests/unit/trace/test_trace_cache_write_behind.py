@@ -16,7 +16,7 @@ import pytest
 from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace import index as index_module
-from tb_profile_plugin.trace.index import trace_index
+from tb_profile_plugin.trace.index_cache import trace_index
 from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.store import ProfileStore
 

@@ -16,7 +16,8 @@ from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.depth import depth_order
-from tb_profile_plugin.trace.index import TraceIndex, build_index, trace_index
+from tb_profile_plugin.trace.index import TraceIndex, build_index
+from tb_profile_plugin.trace.index_cache import trace_index
 from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.store import ProfileStore
 

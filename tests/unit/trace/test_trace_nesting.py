@@ -1,4 +1,4 @@
-"""The compiled nesting order (trace/_nesting.c) against the numpy reference (trace/depth.py):
+"""The compiled nesting order (analysis/events/_nesting.c) against the numpy reference (trace/depth.py):
 the same order and depths on random tracks (properly nested, overlapping without nesting,
 ties, zero-length events, starts out of order), and the same index and windows when the
 index is built either way."""
@@ -14,7 +14,7 @@ from tb_profile_plugin.trace.index import build_index
 from tests.unit.trace.test_trace_window import doc, random_profile
 
 pytestmark = pytest.mark.skipif(not compiled_nesting_available(),
-                                reason="trace/_nesting.c is not built (no C compiler)")
+                                reason="analysis/events/_nesting.c is not built (no C compiler)")
 
 
 def _track(seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,8 @@ from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace import window
 from tb_profile_plugin.trace.depth import depth_order
-from tb_profile_plugin.trace.index import build_index, trace_index
+from tb_profile_plugin.trace.index import build_index
+from tb_profile_plugin.trace.index_cache import trace_index
 from tb_profile_plugin.trace.window import trace_set, visible_events
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.model import Profile

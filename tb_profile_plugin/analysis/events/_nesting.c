@@ -390,15 +390,15 @@ static PyObject *lower_to_ancestors(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"depth_order", depth_order, METH_VARARGS,
      "depth_order(start, end, order_out[, names, start_out, end_out, names_out, durations]) "
-     "-> counts per depth (see trace/_nesting.c)"},
+     "-> counts per depth (see analysis/events/_nesting.c)"},
     {"depth_parent", depth_parent, METH_VARARGS,
      "depth_parent(start, end, depth_out, parent_out): depth and parent of events in start "
-     "order (see trace/_nesting.c)"},
+     "order (see analysis/events/_nesting.c)"},
     {"under", under, METH_VARARGS,
-     "under(mask, parent, out): whether some strict ancestor is marked (see trace/_nesting.c)"},
+     "under(mask, parent, out): whether some strict ancestor is marked (see analysis/events/_nesting.c)"},
     {"lower_to_ancestors", lower_to_ancestors, METH_VARARGS,
      "lower_to_ancestors(group, parent) -> changed: each group lowered to its ancestors' "
-     "smallest (see trace/_nesting.c)"},
+     "smallest (see analysis/events/_nesting.c)"},
     {"in_start_order", in_start_order, METH_VARARGS,
      "in_start_order(start, end) -> whether ordered by (start, end descending)"},
     {NULL, NULL, 0, NULL},
