@@ -1,7 +1,7 @@
 """Analyses of decoded profiles: what every view computes, by domain.
 
 Each subpackage computes one kind of result from the canonical columns of `xspace.model`
-(never from a producer's stat names: those are read in `xspace/producers.py`). Arrows run
+(never from a producer's stat names: those are read in `xspace/producers/`). Arrows run
 one way, from the bottom of this list to the top:
 
     advice/     recommendations and verdicts, each with its evidence   (reads hosts, tf_data)

@@ -1,7 +1,7 @@
 """Tracks derived from a GPU plane's kernels: Steps, XLA Modules, framework ops and XLA Ops.
 
 A raw GPU capture holds only stream lines (one per CUDA/HIP stream). Like the reference's
-viewer, the trace shows above them, from the canonical columns (xspace/producers.py) and never
+viewer, the trace shows above them, from the canonical columns (xspace/producers/) and never
 from a producer's raw stats:
 
 * **Steps**: one event per step, from the first to the last device event of that step. The
@@ -44,7 +44,7 @@ from tb_profile_plugin.analysis.events.table import EventTable, build_event_tabl
 from tb_profile_plugin.analysis.steps.execution_steps import dominant_module, step_of, step_spans
 from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
-from tb_profile_plugin.xspace.producers import CanonicalColumns
+from tb_profile_plugin.xspace.producers import GROUP_ID_STAT, CanonicalColumns
 from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 STEPS = "Steps"
@@ -83,7 +83,7 @@ def derive_tracks(profile: Profile, plane_index: int,
             tracks.append(steps)
     canon = table.canonical
     by_time = np.lexsort((np.arange(len(table)), table.start_ps))
-    group = table.int_stat("group_id")
+    group = table.int_stat(GROUP_ID_STAT)
     execution = _plane_executions(profile, plane_index)
     framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
     op_label, op_texts = _framework_labels(canon)
@@ -138,7 +138,7 @@ def _spans(table: EventTable, key: np.ndarray, order: np.ndarray) -> tuple[np.nd
 
 
 def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrack | None:
-    group = table.int_stat("group_id")
+    group = table.int_stat(GROUP_ID_STAT)
     step_num: np.ndarray | None = None  # per forest group; None: name steps by group_id
     if not np.any(group >= 0):
         forest = profile_forest(profile)

@@ -29,6 +29,12 @@ from tb_profile_plugin.trace.index import TraceIndex
 from tb_profile_plugin.trace.window import HostTrace, TraceSet
 from tb_profile_plugin.xspace.hlo_modules import hlo_instructions
 from tb_profile_plugin.xspace.model import StatColumns, StatMetadataTable
+from tb_profile_plugin.xspace.producers import (
+    CORRELATION_ID_STAT,
+    HLO_MODULE_STAT,
+    HLO_OP_STAT,
+    PROGRAM_ID_STAT,
+)
 from tb_profile_plugin.xspace.schema import StatKind, is_device_plane
 
 _PS_PER_US = 1e6
@@ -67,7 +73,7 @@ def _build_links(index: TraceIndex) -> _Links:
     event_of_source = np.full(int(line_offsets[-1]), -1, np.int64)
     event_of_source[line_offsets[index.source_line[real]] + index.source_row[real]] = real
     columns = {}
-    for stat in ("correlation_id", "_pt", "_p", "_ct", "_c", "element_id"):
+    for stat in (CORRELATION_ID_STAT, "_pt", "_p", "_ct", "_c", "element_id"):
         by_source = np.full(int(line_offsets[-1]), -1, np.int64)
         for k, (p_index, line) in enumerate(index.lines):
             stat_id = index.profile.planes[p_index].stat_metadata.id_of(stat)
@@ -80,7 +86,7 @@ def _build_links(index: TraceIndex) -> _Links:
     device_line = np.array([is_device_plane(index.profile.planes[p].name)
                             for p, _ in index.lines] + [False])
     return _Links(
-        columns["correlation_id"], device_line[index.source_line], columns["_pt"],
+        columns[CORRELATION_ID_STAT], device_line[index.source_line], columns["_pt"],
         columns["_p"], columns["_ct"], columns["_c"], columns["element_id"], event_of_source,
         line_offsets,
     )
@@ -181,10 +187,10 @@ def event_details(trace: TraceSet, event_id: int) -> dict[str, Any]:
 def _add_xla_instruction(index: TraceIndex, kernel: str, stats: dict[str, Any]) -> None:
     """A kernel's HLO instruction, its framework op and precision, from the module's HLO, for
     kernels whose stats do not say (inside a CUDA graph: `hlo_op` = `command_buffer_N`)."""
-    module = stats.get("program_id", stats.get("hlo_module"))
+    module = stats.get(PROGRAM_ID_STAT, stats.get(HLO_MODULE_STAT))
     if module is None:
         return
-    _, ins = hlo_instructions(index.profile).resolve(str(module), str(stats.get("hlo_op", "")),
+    _, ins = hlo_instructions(index.profile).resolve(str(module), str(stats.get(HLO_OP_STAT, "")),
                                                       kernel)
     if ins is None:
         return

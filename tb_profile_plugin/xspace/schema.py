@@ -31,7 +31,7 @@ PLANES_READ_BY_NAME = frozenset({SCOPE_RANGE_PLANE_NAME})
 
 #: Lines the profiler derives from others (Steps, XLA Ops, ...) take ids from this range
 #: (TF <= 2.4: sign-extended from int32). Host thread ids are arbitrary 64-bit numbers, so
-#: the name is checked too: xspace/producers.py `line_kind` classifies lines.
+#: the name is checked too: xspace/producers/ `line_kind` classifies lines.
 DERIVED_LINE_ID_MIN = 0xDEADBEEF
 DERIVED_LINE_ID_MAX = 0xDEADBEEF + 0xFF
 DERIVED_LINE_NAMES = frozenset({

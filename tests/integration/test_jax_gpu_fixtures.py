@@ -2,7 +2,7 @@
 reference's figures on the same files (tests/data/reference/xprof_2.24.2_jax_gpu.json).
 
 Every kernel's `tf_op` is the constant "XlaModule:" there; the ops are the JAX op paths in the
-kernels' `name` stat (xspace/producers.py).
+kernels' `name` stat (xspace/producers/).
 """
 
 from __future__ import annotations

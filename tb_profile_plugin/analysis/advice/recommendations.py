@@ -5,7 +5,7 @@ Each recommendation is shown only when the numbers call for it and carries its e
 with why (the input advice is checked against the tf.data pipeline: analysis/advice/input_advice.py)
 (practices from the TensorFlow profiler guide, the tf.data performance guide and JAX's
 profiling and performance guides). Advice is given in the words of the program's framework
-(`HostAnalysis.framework`, xspace/producers.py `detect_framework`):
+(`HostAnalysis.framework`, xspace/producers/ `detect_framework`):
 
 | framework  | mark steps with                                   | remedies name                 |
 |------------|---------------------------------------------------|-------------------------------|

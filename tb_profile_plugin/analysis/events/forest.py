@@ -51,7 +51,13 @@ from tb_profile_plugin.analysis.events.nesting import (
 )
 from tb_profile_plugin.analysis.events.table import EventTable, SparseStat
 from tb_profile_plugin.request_budget import checkpoint
-from tb_profile_plugin.xspace.producers import detect_framework, launches_from_untied_threads
+from tb_profile_plugin.xspace.producers import (
+    CORRELATION_ID_STAT,
+    GROUP_ID_STAT,
+    STEP_NAME_STAT,
+    detect_framework,
+    launches_from_untied_threads,
+)
 
 _NONE = np.iinfo(np.int64).max
 LEGACY_ROOT_NAMES = frozenset({"TraceContext", "SessionRun", "RunGraph"})
@@ -152,8 +158,8 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
     """The forest of `table`'s events (`nesting`: the table's, when the caller has it)."""
     if nesting is None:
         nesting = compute_nesting(table.start_ps, table.end_ps, table.line_bounds)
-    if np.any(table.stat_rows("group_id").values >= 0):
-        return _producer_forest(table, nesting, table.int_stat("group_id"))
+    if np.any(table.stat_rows(GROUP_ID_STAT).values >= 0):
+        return _producer_forest(table, nesting, table.int_stat(GROUP_ID_STAT))
     n = len(table)
     is_async = table.stat_rows("_a")
     async_rows = is_async.rows[is_async.values > 0]
@@ -262,7 +268,7 @@ def _adopt_tracer_launches(table: EventTable, roots: np.ndarray, group: np.ndarr
     starts, ends = table.start_ps[roots], table.end_ps[roots]  # roots in rank order
     if np.any(starts[1:] < ends[:-1]):
         return  # overlapping steps: time says nothing about which step launched a kernel
-    correlation = table.stat_rows("correlation_id")
+    correlation = table.stat_rows(CORRELATION_ID_STAT)
     launches = correlation.rows[correlation.values >= 0]
     reached = np.bincount(table.line_index[group != _NONE], minlength=len(table.lines)) > 0
     untied_lines = launches_from_untied_threads(detect_framework(table.profile).framework)
@@ -285,7 +291,7 @@ def _producer_forest(table: EventTable, nesting: Nesting, producer_group: np.nda
     num_groups = len(values)
     host = ~table.on_device
     length = table.end_ps - table.start_ps
-    step_name_code, step_names = table.str_stat_codes("step_name")
+    step_name_code, step_names = table.str_stat_codes(STEP_NAME_STAT)
     # Root preference per group: host step marker (step_name), outermost host event, device
     # event; then the longest, then the earliest. One lexsort, the first row per group wins.
     preference = np.where(host & (step_name_code >= 0), 0,
@@ -329,7 +335,7 @@ def _cross_thread_links(table: EventTable) -> list[_Link]:
         source, target = executor[keyed], get_next[keyed]
         links.append(_link((step_id[source], iter_num[source]),
                            (step_id[target], iter_num[target]), keyed[source], keyed[target]))
-    correlation = table.stat_rows("correlation_id")
+    correlation = table.stat_rows(CORRELATION_ID_STAT)
     correlation = correlation.where(correlation.values != _ABSENT)
     if len(correlation.rows):
         on_device = np.array([p.name.startswith("/device:") for p in table.profile.planes]

@@ -1,7 +1,7 @@
 """All events of a profile as one flat table of columns, the input of every analysis.
 
 Lines of all planes are concatenated, but only the lines that hold real events
-(xspace/producers.py `LineKind.holds_events`: derived lines in any id form repeat what real lines
+(xspace/producers/ `LineKind.holds_events`: derived lines in any id form repeat what real lines
 hold) and not CUSTOM planes. Each event keeps its plane and line index, its start
 and end in ps (from `Profile.origin_ns`), and the row of its name in a profile-wide name
 table. Stats are looked up by name and returned as dense per-event columns.
@@ -172,7 +172,7 @@ class EventTable:
 
     @property
     def canonical(self) -> CanonicalColumns:
-        """Op name, type, HLO op, module and device time of every event (xspace/producers.py)."""
+        """Op name, type, HLO op, module and device time of every event (xspace/producers/)."""
         canonical = self._canonical
         if canonical is None:
             canonical = self._canonical = canonical_columns(self.lines,

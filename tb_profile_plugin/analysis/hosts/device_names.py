@@ -1,6 +1,6 @@
 """The name of a device, as the run environment shows it, from its plane's name and stats.
 
-Rules, by plane kind (xspace/producers.py `plane_kind`) and the plane stats producers write
+Rules, by plane kind (xspace/producers/ `plane_kind`) and the plane stats producers write
 (producers.md):
 
 - TPU: the `device_type_string` stat ("TPU v6 Lite"), else "TPU".

@@ -2,7 +2,7 @@
 
 `analyze(profile)` builds the step database, op metrics and kernel statistics from the
 profile's event forest (shared with the other analyses: analysis/events/profile_cache.py), and reads
-the run environment and the program's framework (TensorFlow, Keras, JAX: xspace/producers.py
+the run environment and the program's framework (TensorFlow, Keras, JAX: xspace/producers/
 `detect_framework`) from the planes. The result is memoised per decoded
 profile (the store keeps decoded profiles, so a second request for any view of the same file is
 served from memory).
@@ -77,7 +77,7 @@ class HostAnalysis:
     time_base_ns: int = 0
     #: GPU hosts: (GPU plane name, its step database), one per GPU plane.
     core_steps: tuple[tuple[str, StepDb], ...] = ()
-    #: The program's framework (xspace/producers.py `detect_framework`) and, in words, what
+    #: The program's framework (xspace/producers/ `detect_framework`) and, in words, what
     #: showed it.
     framework: Framework = Framework.UNKNOWN
     framework_evidence: str = ""
@@ -144,7 +144,7 @@ _KIND_ORDER = (PlaneKind.GPU, PlaneKind.TPU, PlaneKind.OTHER_DEVICE)
 
 
 def _environment(profile: Profile) -> RunEnvironment:
-    """Hosts, device type and device count: the accelerator planes (producers.py), never a
+    """Hosts, device type and device count: the accelerator planes (producers/), never a
     `/device:CUSTOM:*` trace. The type is the first plane's of the first kind present in
     `_KIND_ORDER`, named by `device_type_name`; "CPU" without accelerators."""
     devices = [p for p in profile.planes if is_accelerator_plane(p.name)]

@@ -38,7 +38,7 @@ import numpy as np
 from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.events.table import EventTable
 from tb_profile_plugin.xspace.model import Profile
-from tb_profile_plugin.xspace.producers import running_module
+from tb_profile_plugin.xspace.producers import TF_OP_STAT, running_module
 
 ALLOCATION = "MemoryAllocation"
 DEALLOCATION = "MemoryDeallocation"
@@ -161,7 +161,7 @@ _INT_STATS = {
     "address": "addr",
     "data_type": "data_type",
 }
-_TEXT_STATS = {"op": "tf_op", "region_type": "region_type", "shape": "shape"}
+_TEXT_STATS = {"op": TF_OP_STAT, "region_type": "region_type", "shape": "shape"}
 
 
 def _read_columns(table: EventTable, events: np.ndarray) -> dict[str, np.ndarray | list[str]]:
@@ -192,7 +192,7 @@ _MAX_MODULE_DEPTH = 32
 def _ops_from_running_modules(parent: np.ndarray, table: EventTable, events: np.ndarray,
                               columns: dict) -> None:
     """Allocations that name no op (XLA's buffers: JAX writes no `tf_op`) take the module of
-    the nearest enclosing execution (producers.py `running_module`): the buffers of
+    the nearest enclosing execution (producers/ `running_module`): the buffers of
     `jit_train_step`, not an empty op. One step up the nesting per round, for those events."""
     op = columns["op"]
     texts: list[str] = columns["texts"]

@@ -7,7 +7,7 @@ From the executions (analysis/steps/xla_executions.py), per module (as the user 
   on every device), `devices`: how many devices ran it, `executions`: all of them together;
 * execution time (first start to last end on its device, ps): mean, min and max;
 * `device_ps`: its busy time summed over devices, and its share of all XLA programs' busy time;
-* host dispatch: where the host shows the call (`PjitFunction(f)` for `jit_f`, producers.py
+* host dispatch: where the host shows the call (`PjitFunction(f)` for `jit_f`, producers/
   `dispatched_module`), the number of dispatches and their mean time.
 
 Rows are ordered by device time, most first. Several hosts (ALL_HOSTS) merge by module:

@@ -15,7 +15,7 @@ older `shm:` and ROCm's `group_mem:` (the LDS, AMD's shared memory) give one tot
 split (`KernelDetails.unsplit_shared_bytes`), counted whole in `shared_memory_bytes`.
 
 Rows group events by kernel name, details, launching op and HLO op, sorted by total time. The
-launching op comes from the canonical columns (xspace/producers.py): the TF op name or the JAX
+launching op comes from the canonical columns (xspace/producers/): the TF op name or the JAX
 op path (`jit(matmul)/dot_general`), never the raw `tf_op` stat, which JAX fills with the
 constant `XlaModule:`. A TF op is shown `name:Type` (the producer wrote the type); other ops
 by name alone (`CanonicalColumns.op_label`).
@@ -43,7 +43,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.analysis.events.table import EventTable
-from tb_profile_plugin.xspace.producers import PlaneKind, hlo_kind, plane_kind
+from tb_profile_plugin.xspace.producers import (
+    KERNEL_DETAILS_STAT,
+    PlaneKind,
+    hlo_kind,
+    plane_kind,
+)
 from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 TENSOR_CORE_PATTERNS = (
@@ -163,7 +168,7 @@ def build_kernel_stats(table: EventTable) -> KernelStats:
     gpu_plane = np.array(
         [plane_kind(p.name) == PlaneKind.GPU for p in table.profile.planes] + [False])
     on_gpu = gpu_plane[table.plane_index]
-    details_code, details_text = table.str_stat_codes("kernel_details")
+    details_code, details_text = table.str_stat_codes(KERNEL_DETAILS_STAT)
     kernels = np.flatnonzero(on_gpu & (details_code >= 0) & (table.end_ps > table.start_ps))
     num_planes = int(np.count_nonzero(gpu_plane[:-1]))
     if len(kernels) == 0:

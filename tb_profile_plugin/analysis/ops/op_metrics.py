@@ -11,7 +11,7 @@ sum of self times on that line.
 XLA ops that ran on host threads (XLA's CPU thunks, `hlo_op`) are host ops too, category "XLA".
 
 Device: every event on an accelerator's real lines (GPU streams, TPU "XLA Ops"; never a
-producer-derived line) is a run of its canonical op (xspace/producers.py: the TF op, the JAX
+producer-derived line) is a run of its canonical op (xspace/producers/: the TF op, the JAX
 op path, else the HLO op) and its kernel; `device_tf_ops` sums them per op (occurrences = the
 most any one kernel ran, times summed), as the overview's top ops do. Times are the device's
 own (`device_duration_ps` on TPU). IDLE per device = its span (first start to last end over
@@ -36,6 +36,8 @@ from tb_profile_plugin.analysis.events.op_names import Op, OpCategory, is_tf_op_
 from tb_profile_plugin.analysis.events.table import EventTable
 from tb_profile_plugin.analysis.steps.step_db import EventType, union_per_group
 from tb_profile_plugin.xspace.producers import (
+    HLO_OP_STAT,
+    TF_OP_STAT,
     CanonicalColumns,
     PlaneKind,
     is_accelerator_plane,
@@ -240,7 +242,7 @@ def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
 
     # Host ops: events named like ops, plus events carrying a `tf_op` stat that names an op
     # (allocations inside the op): the reference counts those as zero-time runs of the op.
-    op_code, op_texts = table.str_stat_codes("tf_op")
+    op_code, op_texts = table.str_stat_codes(TF_OP_STAT)
     host_by_name = ~on_device & is_op_name[table.name_id]
     tagged = np.flatnonzero((op_code >= 0) & ~on_device & ~host_by_name)
     tagged_ops: list[Op | None] = []
@@ -473,12 +475,13 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
 
 def _host_lines_may_hold_hlo_ops(table: EventTable) -> bool:
     """Whether a line off the accelerators can give an event an HLO op: host planes only
-    through an `hlo_op` stat (producers.py `_host_line_columns`), other planes in more ways."""
+    through an `hlo_op` stat (producers/columns.py `_host_line_columns`), other planes in more
+    ways."""
     for plane, _ in table.lines:
         if is_accelerator_plane(plane.name):
             continue
         if (plane_kind(plane.name) != PlaneKind.HOST
-                or plane.stat_metadata.id_of("hlo_op") is not None):
+                or plane.stat_metadata.id_of(HLO_OP_STAT) is not None):
             return True
     return False
 

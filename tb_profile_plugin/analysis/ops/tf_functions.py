@@ -1,7 +1,7 @@
 """The tf.functions table: per tf.function, how often it was called and for how long.
 
 TensorFlow 2 writes one event per eager call of a tf.function on the calling thread
-(producers.py `tf_function_call`: `EagerLocalExecute: __inference_train_step_191`); its time
+(producers/ `tf_function_call`: `EagerLocalExecute: __inference_train_step_191`); its time
 is the call's, from the host's view (the function's ops run inside it; on a GPU the kernels
 may finish later). Per function name:
 

@@ -3,7 +3,7 @@
 1. Classify grouped events (xprof_reference.md §3.3 "Step events"):
    - device (GPU planes, events with a group): memcpy H2D/D2H/D2D by name; collectives by
      kernel name (`nccl*`, `rccl*`), HLO op or HLO category (`all-reduce`, `all-gather`, ...:
-     xspace/producers.py `is_collective`); other kernels are 16-bit compute when their
+     xspace/producers/ `is_collective`); other kernels are 16-bit compute when their
      `shape` says `half` (or, without a shape, the name says `half`/`fp16`), else 32-bit
      compute;
    - host: explicit markers (`train*`, `test*`, `TraceContext*` without `/`) and each group's
@@ -41,7 +41,11 @@ from tb_profile_plugin.analysis.events.forest import PRODUCER_RULE, Forest
 from tb_profile_plugin.analysis.events.op_names import OpCategory, parse_op
 from tb_profile_plugin.analysis.events.table import EventTable
 from tb_profile_plugin.analysis.steps.instant_spans import instant_spans
-from tb_profile_plugin.xspace.producers import is_collective
+from tb_profile_plugin.xspace.producers import (
+    CORRELATION_ID_STAT,
+    STEP_NAME_STAT,
+    is_collective,
+)
 
 
 class EventType(enum.IntEnum):
@@ -144,7 +148,7 @@ def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.
     device_types = np.array([_device_name_type(n) for n in table.names], np.int8)
     types = np.where(on_device, device_types[table.name_id], host_types[table.name_id])
     if has_device:
-        launch = (~on_device) & (table.int_stat("correlation_id") >= 0) & (types >= 0)
+        launch = (~on_device) & (table.int_stat(CORRELATION_ID_STAT) >= 0) & (types >= 0)
         types[launch & (types == EventType.HOST_COMPUTE)] = EventType.HOST_PREPARE
         shape_code, shapes = table.str_stat_codes("shape")
         is_half = np.array([("half" in text) for text in shapes] + [False])
@@ -164,7 +168,7 @@ def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.
         types[roots] = _MARKER
     # A producer that grouped before writing marks each step's host event with `step_name`
     # (the reference's implicit step markers); our own grouping writes no stats.
-    types[~on_device & (table.str_stat_codes("step_name")[0] >= 0)] = _MARKER
+    types[~on_device & (table.str_stat_codes(STEP_NAME_STAT)[0] >= 0)] = _MARKER
     if has_device:  # (the canonical columns are not needed, nor built, on CPU-only profiles)
         collective = collective_events(table)
         types[on_device & collective & (types >= 0)] = EventType.DEVICE_COLLECTIVES
@@ -174,7 +178,7 @@ def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.
 
 
 def collective_events(table: EventTable) -> np.ndarray:
-    """Per event: a collective by its HLO op, HLO category or kernel name (producers.py)."""
+    """Per event: a collective by its HLO op, HLO category or kernel name (producers/)."""
     canon = table.canonical
     by_text = np.array([is_collective(text) for text in canon.texts] + [False])
     by_name = table.names_matching(is_collective)[table.name_id]

@@ -30,6 +30,8 @@ from tb_profile_plugin.analysis.events.table import EventTable
 from tb_profile_plugin.analysis.steps.step_db import union_per_group
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import (
+    CORRELATION_ID_STAT,
+    GROUP_ID_STAT,
     LineKind,
     TextIndex,
     host_execution_module,
@@ -177,7 +179,7 @@ def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
     run_id = table.int_stat("run_id", NO_RUN)[rows]
     if not np.any(run_id[module[rows] >= 0] != NO_RUN):
         run_id = _host_calls(table)[rows]
-    ids = execution_ids(module[rows], run_id, table.int_stat("group_id")[rows], by_time)
+    ids = execution_ids(module[rows], run_id, table.int_stat(GROUP_ID_STAT)[rows], by_time)
     member = ids >= 0
     if not member.any():
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -208,7 +210,7 @@ def _host_calls(table: EventTable) -> np.ndarray:
         return out
     canon = table.canonical
     texts = canon.texts
-    correlation = table.int_stat("correlation_id")
+    correlation = table.int_stat(CORRELATION_ID_STAT)
     on_device = table.on_device
     launches = np.flatnonzero(~on_device & (correlation >= 0))
     launches = launches[np.argsort(correlation[launches], kind="stable")]

@@ -1,4 +1,4 @@
-"""Which framework wrote a profile (xspace/producers.py `detect_framework`): real captures of
+"""Which framework wrote a profile (xspace/producers/ `detect_framework`): real captures of
 every framework we have, and synthetic XSpaces in each producer's layout."""
 
 from __future__ import annotations

@@ -1,0 +1,267 @@
+"""Canonical columns: the op, HLO op, module, kernel and device time of every analysed event.
+
+Canonical columns of every analysed event (`canonical_columns`), from whichever stats the
+producer wrote, on the event or on its event metadata (the event's own stat wins):
+
+| producer          | op name : op type               | HLO op         | module       | time       |
+|-------------------|---------------------------------|----------------|--------------|------------|
+| TF >= 2.5 (CUPTI) | `tf_op` = "name:Type"           | `hlo_op`       | `hlo_module` | duration   |
+| TF <= 2.4 (CUPTI) | `level 0` = "name:Type"         | -              | -            | duration   |
+| JAX GPU (CUPTI,   | `name` = JAX op path (`tf_op` = | `hlo_op`       | `hlo_module` | duration   |
+| ROCm)             | "XlaModule:" names no op);      |                | `program_id` |            |
+|                   | type: the path's last component |                |              |            |
+| XLA on TPU        | metadata `tf_op` (JAX op path); | `display_name` | `program_id` | device_   |
+|                   | type: metadata `hlo_category`   |                |              | duration_ps|
+| XLA on CPU thunks | `hlo_op` (no framework op)      | `hlo_op`       | `hlo_module` | duration   |
+
+An op named by a path without a type (JAX) is typed by the path's last component
+(`jit(f)/jvp()/dot_general` -> `dot_general`), as the reference types it. Where no framework
+op exists the op is named by its HLO op and typed by the HLO op's kind (`fusion.3` -> `fusion`).
+TPU ops are typed by their `hlo_category`. The "kernel" of an event is its event name, except
+on TPU XLA Ops lines where the metadata name is the whole HLO instruction text and the
+`display_name` (or the HLO op) is used instead. `flops` and `bytes_accessed` (TPU metadata)
+come along where written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_profile_plugin.xspace.hlo_modules import LOW_PRECISION_BITS, HloInstructions
+from tb_profile_plugin.xspace.model import Line, Plane
+from tb_profile_plugin.xspace.producers.kinds import LineKind, PlaneKind, kind_of, plane_kind
+from tb_profile_plugin.xspace.producers.names import (
+    BYTES_ACCESSED_STAT,
+    DEVICE_DURATION_PS_STAT,
+    FLOPS_STAT,
+    HLO_CATEGORY_STAT,
+    HLO_MODULE_STAT,
+    HLO_OP_STAT,
+    JAX_OP_NAME_STAT,
+    PROGRAM_ID_STAT,
+    TF24_OP_STAT,
+    TF_OP_STAT,
+)
+from tb_profile_plugin.xspace.producers.text_codes import LineStats, TextIndex
+from tb_profile_plugin.xspace.unique_rows import unique_rows
+
+
+@dataclass(frozen=True)
+class CanonicalColumns:
+    """Per event (rows of the lines given to `canonical_columns`): codes into `texts`, -1 none."""
+
+    op_name: np.ndarray  # int32: framework op (TF op name, JAX op path), else the HLO op
+    op_type: np.ndarray  # int32: TF op type, HLO category, or the HLO op's kind
+    hlo_op: np.ndarray  # int32
+    module: np.ndarray  # int32: XLA module / program
+    kernel: np.ndarray  # int32: the event's own name (TPU: the HLO op, not its text)
+    device_duration_ps: np.ndarray  # int64: the device's own time for the op
+    flops: np.ndarray  # float64, NaN where not written
+    bytes_accessed: np.ndarray  # float64, NaN where not written
+    framework_typed: np.ndarray  # bool: the producer wrote "name:Type" (a TensorFlow op)
+    low_precision: np.ndarray  # bool: computes in 16-bit (or narrower) floats, by its HLO
+    texts: list[str]
+
+    def text(self, code: int) -> str:
+        return self.texts[code] if code >= 0 else ""
+
+    def op_label(self, op_code: int, type_code: int) -> str:
+        """How an op is shown: `name:Type` for a framework-typed (TF) op, else its name."""
+        name = self.text(op_code)
+        return f"{name}:{self.text(type_code)}" if name and type_code >= 0 else name
+
+
+#: The op name JAX's GPU runtime writes into every kernel's `tf_op`: not an op.
+_JAX_MODULE_PLACEHOLDER = "XlaModule"
+_TF_OP = re.compile(r"^([A-Za-z0-9.][A-Za-z0-9_./>\-]*):([A-Za-z_][\w\-]*)?$")
+_HLO_SUFFIX = re.compile(r"\.\d+$")
+
+
+def split_framework_op(text: str) -> tuple[str, str]:
+    """`name:Type` (TF) -> (name, Type); a JAX op path or a bare name -> (text, "").
+
+    The JAX runtime's constant `XlaModule:` names no op: ("", "").
+    """
+    match = _TF_OP.match(text)
+    if match:
+        name, op_type = match.group(1), match.group(2) or ""
+    else:
+        name, op_type = text, ""
+    if name == _JAX_MODULE_PLACEHOLDER and not op_type:
+        return "", ""
+    return name, op_type
+
+
+def hlo_kind(hlo_op: str) -> str:
+    """`gemm_fusion_dot.1` -> `gemm_fusion_dot`: the HLO op without its instance number."""
+    return _HLO_SUFFIX.sub("", hlo_op)
+
+
+def canonical_columns(lines: list[tuple[Plane, Line]],
+                      hlo: HloInstructions | None = None) -> CanonicalColumns:
+    """Canonical columns of every event of `lines`, concatenated in the given order. `hlo`:
+    the profile's compiled modules, which name the op and precision of kernels whose events
+    do not (xspace/hlo_modules.py)."""
+    index = TextIndex()
+    total = sum(len(line.events) for _, line in lines)
+    # Each column made once at its default (no op, no figure) and each line's own values
+    # written into its slice: a host line without XLA thunks writes only its durations (no
+    # per-line arrays of constants concatenated: at 2M events that was 0.5 s of copies).
+    out: dict[str, np.ndarray] = {key: np.full(total, default, dtype)
+                                  for key, (dtype, default) in _CANONICAL.items()}
+    at = 0
+    for plane, line in lines:
+        n = len(line.events)
+        for key, column in _line_columns(plane, line, index, hlo).items():
+            out[key][at : at + n] = column
+        at += n
+    return CanonicalColumns(
+        out["op_name"], out["op_type"], out["hlo_op"], out["module"], out["kernel"],
+        out["device_duration_ps"], out["flops"], out["bytes_accessed"],
+        out["framework_typed"], out["low_precision"], index.texts,
+    )
+
+
+#: The canonical columns: dtype and the value of an event that has none.
+#: Text codes are int32 (a profile has far fewer than 2^31 distinct texts; 20 bytes per event
+#: less than int64 in columns made for every event of the table).
+_CANONICAL: dict[str, tuple[type, object]] = {
+    "op_name": (np.int32, -1), "op_type": (np.int32, -1), "hlo_op": (np.int32, -1),
+    "module": (np.int32, -1), "kernel": (np.int32, -1), "device_duration_ps": (np.int64, 0),
+    "flops": (np.float64, np.nan), "bytes_accessed": (np.float64, np.nan),
+    "framework_typed": (np.bool_, False), "low_precision": (np.bool_, False),
+}
+
+
+def _host_line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, np.ndarray]:
+    """Host threads: only XLA's CPU thunks (`hlo_op`) are ops here; the other columns keep
+    their defaults (`_CANONICAL`: only the columns that differ are returned)."""
+    out = {"device_duration_ps": line.events.duration_ps}
+    if plane.stat_metadata.id_of(HLO_OP_STAT) is None:
+        return out
+    stats = LineStats(plane, line)
+    hlo = stats.text(HLO_OP_STAT, index)
+    if not np.any(hlo >= 0):
+        return out
+    module = stats.text(HLO_MODULE_STAT, index)
+    out.update(op_name=hlo, op_type=_hlo_kinds(hlo, index), hlo_op=hlo,
+               module=np.where(module >= 0, module, stats.text(PROGRAM_ID_STAT, index)))
+    return out
+
+
+def _path_leaves(op_name: np.ndarray, index: TextIndex) -> np.ndarray:
+    """Per event: the code of its op path's last component (`jit(f)/jvp()/dot_general` ->
+    `dot_general`)."""
+    present = np.unique(op_name)
+    texts = index.texts
+    leaves = np.full(len(texts) + 1, -1, np.int64)
+    for code in present.tolist():  # distinct op names, not events
+        leaves[code] = index.code(texts[code].rsplit("/", 1)[-1])
+    return leaves[op_name]
+
+
+def _hlo_kinds(hlo: np.ndarray, index: TextIndex) -> np.ndarray:
+    """Per event: the code of its HLO op's kind (`hlo_kind`), -1 where it has no HLO op."""
+    present = np.unique(hlo[hlo >= 0])
+    texts = index.texts
+    kinds = np.full(len(texts) + 1, -1, np.int64)
+    for code in present.tolist():  # distinct HLO ops, not events
+        kinds[code] = index.code(hlo_kind(texts[code]))
+    return kinds[hlo]
+
+
+def _line_columns(plane: Plane, line: Line, index: TextIndex,
+                  hlo_ops: HloInstructions | None = None) -> dict[str, np.ndarray]:
+    if plane_kind(plane.name) == PlaneKind.HOST:
+        return _host_line_columns(plane, line, index)
+    stats = LineStats(plane, line)
+    xla_line = kind_of(plane, line) == LineKind.XLA_OPS
+    # Framework op: TF >= 2.5 / TPU metadata `tf_op`, TF <= 2.4 `level 0`.
+    framework = stats.text(TF_OP_STAT, index)
+    older = stats.text(TF24_OP_STAT, index)
+    framework = np.where(framework >= 0, framework, older)
+    texts = index.texts
+    op_name = np.full(stats.n, -1, np.int64)
+    op_type = np.full(stats.n, -1, np.int64)
+    present = np.unique(framework[framework >= 0])
+    if len(present):  # one parse per distinct text, not per event
+        name_of = np.full(len(texts) + 1, -1, np.int64)
+        type_of = np.full(len(texts) + 1, -1, np.int64)
+        for code in present.tolist():
+            name, op_t = split_framework_op(texts[code])
+            name_of[code] = index.code(name) if name else -1
+            type_of[code] = index.code(op_t) if op_t else -1
+        op_name = name_of[framework]
+        op_type = type_of[framework]
+    framework_typed = op_type >= 0
+    jax_name = stats.text(JAX_OP_NAME_STAT, index)
+    hlo = stats.text(HLO_OP_STAT, index)
+    kernel = stats.metadata_names(index, display=xla_line)
+    if xla_line:
+        hlo = np.where(hlo >= 0, hlo, kernel)
+    module = stats.text(HLO_MODULE_STAT, index)
+    program = stats.text(PROGRAM_ID_STAT, index)
+    low_precision = np.zeros(stats.n, bool)
+    if hlo_ops is not None and len(hlo_ops):
+        from_hlo = _from_hlo(hlo_ops, index, kernel, hlo, program, module)
+        # The instruction's own op wins over `name`, which may hold only its scope
+        # (`jit(f)` for a fusion XLA made of `jit(f)/tanh`), as the reference reads it.
+        jax_name = np.where(from_hlo.op_name >= 0, from_hlo.op_name, jax_name)
+        hlo = from_hlo.hlo_op
+        low_precision = from_hlo.low_precision
+    op_name = np.where(op_name >= 0, op_name, jax_name)
+    op_type = np.where(op_type >= 0, op_type, stats.text(HLO_CATEGORY_STAT, index))
+    untyped = (op_type < 0) & (op_name >= 0)
+    if untyped.any():  # a JAX op path is typed by its last component, as the reference does
+        op_type[untyped] = _path_leaves(op_name[untyped], index)
+    op_name = np.where(op_name >= 0, op_name, hlo)
+    missing = (op_type < 0) & (hlo >= 0)
+    if missing.any():
+        op_type[missing] = _hlo_kinds(hlo[missing], index)
+    module = np.where(module >= 0, module, program)
+    device_ps = stats.number(DEVICE_DURATION_PS_STAT)
+    duration = line.events.duration_ps
+    device_duration = np.where(np.isnan(device_ps), duration,
+                               np.nan_to_num(device_ps)).astype(np.int64)
+    return {
+        "op_name": op_name, "op_type": op_type, "hlo_op": hlo, "module": module,
+        "kernel": kernel, "device_duration_ps": device_duration,
+        "framework_typed": framework_typed, "low_precision": low_precision,
+        "flops": stats.number(FLOPS_STAT), "bytes_accessed": stats.number(BYTES_ACCESSED_STAT),
+    }
+
+
+@dataclass(frozen=True)
+class _FromHlo:
+    op_name: np.ndarray  # int64 codes: the instruction's framework op, -1 none
+    hlo_op: np.ndarray  # int64 codes: the event's HLO op, or its instruction where it names none
+    low_precision: np.ndarray  # bool
+
+
+def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hlo: np.ndarray,
+              program: np.ndarray, module: np.ndarray) -> _FromHlo:
+    """Per event: what the module's HLO says of it (`HloInstructions.resolve`, one lookup per
+    distinct (module, HLO op, kernel)); a library kernel named after no instruction takes its
+    module's library precision."""
+    texts = index.texts
+    which = np.where(program >= 0, program, module)
+    distinct, inverse = unique_rows(np.stack([which, hlo, kernel], axis=1))
+    op_of = np.full(len(distinct), -1, np.int64)
+    hlo_of = distinct[:, 1].copy()
+    low_of = np.zeros(len(distinct), bool)
+    for k, (which_code, hlo_code, kernel_code) in enumerate(distinct.tolist()):
+        hlo_text = texts[hlo_code] if hlo_code >= 0 else ""
+        found, ins = hlo_ops.resolve(texts[which_code] if which_code >= 0 else "", hlo_text,
+                                     texts[kernel_code] if kernel_code >= 0 else "")
+        if found is None:
+            continue
+        if ins is None:
+            low_of[k] = 0 < found.library_float_bits <= LOW_PRECISION_BITS
+            continue
+        op_of[k] = index.code(ins.op_name) if ins.op_name else -1
+        hlo_of[k] = index.code(ins.name)
+        low_of[k] = ins.low_precision
+    return _FromHlo(op_of[inverse], hlo_of[inverse], low_of[inverse])
