@@ -126,8 +126,18 @@ def host_info_file(path: str) -> HostInfo:
     return host_info(ProfileStore(max_bytes=0).open(path))
 
 
-def build(request: ViewRequest, views: Sequence[View]) -> dict[str, Any]:
-    """The document; `views` are the views whose needs it reports, in their order."""
+#: The views whose needs the document reports, in their order: the registry's, told by the
+#: registry (`report_on`), so that this module never imports it.
+_reported_views: Callable[[], Sequence[View]] = tuple
+
+
+def report_on(views: Callable[[], Sequence[View]]) -> None:
+    """Makes `build` report what each of `views()` (asked at each build) needs."""
+    global _reported_views
+    _reported_views = views
+
+
+def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
     hosts = []
     for host, part in per_host_parts(request, NAME, host_info_file, host_info).items():
@@ -136,7 +146,7 @@ def build(request: ViewRequest, views: Sequence[View]) -> dict[str, Any]:
         diagnostics.info.extend(f"{host}: {m}" for m in part.info)
         hosts.append({"host": host, **part.summary})
     facts = request.run_facts()
-    by_name = {view.name: view for view in views}
+    by_name = {view.name: view for view in _reported_views()}
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
         host_count=len(hosts),
@@ -164,8 +174,5 @@ def views_table(doc: dict[str, Any]) -> Table:
     return header, [[row[k] for k in header] for row in doc["views"]]
 
 
-def view(views: Callable[[], Sequence[View]]) -> View:
-    """profile_info's `View`, reporting what each of `views()` needs (the registry's views, in
-    their order, asked at each build: this module never imports the registry)."""
-    return View(NAME, VERSION, lambda request: build(request, views()), _always,
-                combines_hosts=True, tables={"lines": lines_table, "views": views_table})
+VIEW = View(NAME, VERSION, build, _always, combines_hosts=True,
+            tables={"lines": lines_table, "views": views_table})
