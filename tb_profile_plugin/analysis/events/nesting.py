@@ -50,8 +50,8 @@ PURE_NESTING_ENV = "TB_PROFILE_PURE_NESTING"
 
 
 def compiled_pass(pure: bool | None = None) -> Any:
-    """The compiled module (analysis/events/_nesting.c) where it is to be used, else None: `pure` True
-    forces numpy, False the compiled pass where built; None picks it unless
+    """The compiled module (analysis/events/_nesting.c) where it is to be used, else None:
+    `pure` True forces numpy, False the compiled pass where built; None picks it unless
     TB_PROFILE_PURE_NESTING=1."""
     if pure or _nesting is None or (pure is None and os.environ.get(PURE_NESTING_ENV) == "1"):
         return None
@@ -313,8 +313,8 @@ _WALK_CHECK_LEVEL = 8
 def under(mask: np.ndarray, parent: np.ndarray, *, pure: bool | None = None) -> np.ndarray:
     """Per event: some strict ancestor (by `parent`) is in `mask`.
 
-    The compiled pass (analysis/events/_nesting.c `under`, where built) climbs each chain once, O(n);
-    the numpy walk below is the reference (`pure`, TB_PROFILE_PURE_NESTING=1): level by level,
+    The compiled pass (analysis/events/_nesting.c `under`, where built) climbs each chain
+    once, O(n); the numpy walk below is the reference (`pure`, TB_PROFILE_PURE_NESTING=1): level by level,
     which at 20M events and a dozen levels is 3 s of gathers."""
     found = np.zeros(len(mask), bool)
     if not mask.any():  # (most masks are a rare event name: nothing to walk)
