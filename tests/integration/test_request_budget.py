@@ -56,8 +56,8 @@ def _request_line(run: str, tag: str) -> bytes:
 def server(logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # The numpy nesting passes: with them this profile's analysis takes seconds, checkpoint
     # after checkpoint, which is what these tests need. The compiled walks
-    # (analysis/events/_nesting.c) finish the whole overview in under a second, before a client that leaves after one
-    # second could be noticed.
+    # (analysis/events/_nesting.c) finish the whole overview in under a second, before a
+    # client that leaves after one second could be noticed.
     running = start_tensorboard(logdir, tmp_path_factory.mktemp("tb_budget"),
                                 env={PURE_NESTING_ENV: "1"})
     yield running

@@ -314,8 +314,8 @@ def under(mask: np.ndarray, parent: np.ndarray, *, pure: bool | None = None) -> 
     """Per event: some strict ancestor (by `parent`) is in `mask`.
 
     The compiled pass (analysis/events/_nesting.c `under`, where built) climbs each chain
-    once, O(n); the numpy walk below is the reference (`pure`, TB_PROFILE_PURE_NESTING=1): level by level,
-    which at 20M events and a dozen levels is 3 s of gathers."""
+    once, O(n); the numpy walk below is the reference (`pure`, TB_PROFILE_PURE_NESTING=1):
+    level by level, which at 20M events and a dozen levels is 3 s of gathers."""
     found = np.zeros(len(mask), bool)
     if not mask.any():  # (most masks are a rare event name: nothing to walk)
         return found

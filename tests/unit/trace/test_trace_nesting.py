@@ -1,7 +1,7 @@
 """The compiled nesting order (analysis/events/_nesting.c) against the numpy reference
-(trace/depth.py): the same order and depths on random tracks (properly nested, overlapping without nesting,
-ties, zero-length events, starts out of order), and the same index and windows when the
-index is built either way."""
+(trace/depth.py): the same order and depths on random tracks (properly nested, overlapping
+without nesting, ties, zero-length events, starts out of order), and the same index and
+windows when the index is built either way."""
 
 from __future__ import annotations
 
