@@ -3,18 +3,18 @@ rebuild, and, for a big index, its first window, so a reopen reads none of its c
 
 An index is a function of its profile (the file's bytes) and of the code that builds it, so its
 entry is `<file key>-index<INDEX_FORMAT_VERSION>.tbpi` in the profile cache's directory and
-format (xspace/cache.py: one file, a MAC over the header and every array's word sums), its MAC
+format (xspace/cache/entry.py: one file, a MAC over the header and every array's word sums), its MAC
 keyed by that name: an entry of another file or of another version of the index is a miss (a
 damaged one is removed), built and written again. Bump `INDEX_FORMAT_VERSION` whenever what
 `trace/index.py` builds changes (tracks, their order, derived tracks, columns).
 
-A big entry (`cache.LAZY_MIN_BYTES` or more) is opened by its header and its small arrays (track
+A big entry (`lookup.LAZY_MIN_BYTES` or more) is opened by its header and its small arrays (track
 and segment bounds): the per-event columns (`IndexColumns`) are read, and checked, when a
 window first needs them; one found damaged then (or out of range) comes from the index built
 again, which is written again. The first window asked of such an index is kept beside it
 (`<file key>-window<version>.tbpw`: its key, the visible events with the columns the document
 shows, the density blocks), so a reopen answers it without reading a column, and without
-reading any of the profile's lines (xspace/cache_lazy.py); `prefetch` then reads the columns
+reading any of the profile's lines (xspace/cache/lazy.py); `prefetch` then reads the columns
 every zoom needs in the background.
 
 The profile must come from the store (`ProfileStore` sets `profile.derived.disk_key`); a profile
@@ -34,6 +34,7 @@ from tb_profile_plugin.trace.index import IndexColumns, Process, Thread, TraceIn
 from tb_profile_plugin.trace.lod import FANOUT
 from tb_profile_plugin.trace.visible import NO_BLOCKS, DensityBlocks, Visible, remember
 from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace.cache import lookup
 from tb_profile_plugin.xspace.model import Profile
 
 logger = logging.getLogger(__name__)
@@ -211,13 +212,13 @@ def load_first_window(index: TraceIndex) -> None:
     """Puts the first window asked of this index in an earlier process (kept by
     `save_first_window`) in its window cache, so that a reopen answers it without reading the
     index's columns; without one, marks the index to keep its first window. Only for an index
-    whose entry is read lazily (`cache.LAZY_MIN_BYTES` or more): a smaller one is read whole
+    whose entry is read lazily (`lookup.LAZY_MIN_BYTES` or more): a smaller one is read whole
     in milliseconds."""
     where = index.profile.derived.disk_key
     if where is None:
         return
     file_key, directory = where
-    if index.columns.nbytes < cache.LAZY_MIN_BYTES:
+    if index.columns.nbytes < lookup.LAZY_MIN_BYTES:
         return  # an index read whole in milliseconds: no window kept
     found = cache.load_entry(_entry_key(file_key, "window"), _WINDOW_SUFFIX,
                              lambda header, arrays: _window_of(index, header, arrays),

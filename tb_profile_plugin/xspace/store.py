@@ -20,7 +20,8 @@ from pathlib import Path
 
 from tb_profile_plugin import fs
 from tb_profile_plugin.errors import NotFound, UnreadableProfile
-from tb_profile_plugin.xspace import cache, cache_lazy
+from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace.cache import lazy as cache_lazy
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.model import Profile
 
@@ -126,7 +127,7 @@ class ProfileStore:
 
     def _load(self, path: str, size_bytes: int, mtime_ns: int) -> Profile:
         key = cache.cache_key(path, size_bytes, mtime_ns)
-        # Big entries: the lines' columns are read when first used (xspace/cache_lazy.py); a
+        # Big entries: the lines' columns are read when first used (xspace/cache/lazy.py); a
         # part found damaged then comes from the file decoded again.
         cached = cache_lazy.load_lazily(key, self._disk_cache_dir,
                                         fallback=functools.partial(self._decode, path, key))

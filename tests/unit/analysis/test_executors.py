@@ -185,16 +185,17 @@ def test_a_host_task_returns_after_its_disk_cache_writes(
     """The cache writes entries after the answer; a worker's host task waits for them, so the
     host's columns are not still held (queued) when the worker takes its next host."""
     from tb_profile_plugin.xspace import cache
+    from tb_profile_plugin.xspace.cache import writer as cache_writer
 
     written: list[str] = []
-    real_write = cache._write_entry
+    real_write = cache_writer._write_entry
 
     def slow_write(*args: object, **kwargs: object) -> None:
         time.sleep(0.3)
         real_write(*args, **kwargs)  # type: ignore[arg-type]
         written.append("entry")
 
-    monkeypatch.setattr(cache, "_write_entry", slow_write)
+    monkeypatch.setattr(cache_writer, "_write_entry", slow_write)
     monkeypatch.setenv("TB_PROFILE_CACHE_DIR", str(tmp_path))
     path = next(session_dir("custom_loop").glob("*.xplane.pb"))
     profile = decode_xspace(path.read_bytes())
@@ -205,4 +206,4 @@ def test_a_host_task_returns_after_its_disk_cache_writes(
 
     assert executors.host_task(task, str(path)) == 7
     assert written == ["entry"]
-    assert not cache._pending
+    assert not cache_writer._pending

@@ -18,6 +18,8 @@ from tb_profile_plugin.tools import registry
 from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace.index_cache import trace_index
 from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace.cache import files as cache_files
+from tb_profile_plugin.xspace.cache import writer as cache_writer
 from tb_profile_plugin.xspace.store import ProfileStore
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -34,13 +36,13 @@ def _window(store: ProfileStore, **params: str) -> dict:
 def held_writes(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """Entries queued for writing wait until the returned event is set."""
     release = threading.Event()
-    real = cache._write_entry
+    real = cache_writer._write_entry
 
     def held(*args: Any) -> Any:
         assert release.wait(30), "the test never released the writes"
         return real(*args)
 
-    monkeypatch.setattr(cache, "_write_entry", held)
+    monkeypatch.setattr(cache_writer, "_write_entry", held)
     yield release
     release.set()
     cache.flush(30)
@@ -86,7 +88,7 @@ def test_an_entry_read_in_two_halves_is_whole_or_a_miss(
     file that is shorter or longer than it was when opened is a miss, as with one read."""
     import numpy as np
 
-    monkeypatch.setattr(cache, "_PARALLEL_READ_BYTES", 1 << 20)
+    monkeypatch.setattr(cache_files, "_PARALLEL_READ_BYTES", 1 << 20)
     column = np.arange(1_000_000, dtype=np.int64) * 7  # 8 MB: four huge pages a half
     assert cache.save_entry("big", ".tbpx", {"n": 1}, [column, column[:5]], tmp_path)
     path = tmp_path / "big.tbpx"
@@ -99,7 +101,7 @@ def test_an_entry_read_in_two_halves_is_whole_or_a_miss(
         elif change == "grown":
             with open(path, "ab") as out:
                 out.write(b"\0" * 64)
-        data = cache._read_all(fd, size)
+        data = cache_files._read_all(fd, size)
     finally:
         os.close(fd)
     if change != "none":

@@ -19,7 +19,9 @@ from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.index import IndexColumns
 from tb_profile_plugin.trace.index_cache import trace_index
-from tb_profile_plugin.xspace import cache, cache_lazy
+from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace.cache import lazy as cache_lazy
+from tb_profile_plugin.xspace.cache import lookup as cache_lookup
 from tb_profile_plugin.xspace.store import ProfileStore
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -30,7 +32,7 @@ PREFIX = 48  # magic, MAC, header length
 
 @pytest.fixture
 def lazy_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(cache, "LAZY_MIN_BYTES", 0)
+    monkeypatch.setattr(cache_lookup, "LAZY_MIN_BYTES", 0)
     monkeypatch.setattr(index_cache, "PREFETCH_DELAY_S", 60.0)  # not during a test's checks
     monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path))
     return tmp_path

@@ -17,7 +17,10 @@ import pytest
 
 from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
-from tb_profile_plugin.xspace import cache, cache_lazy
+from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace.cache import entry as cache_entry
+from tb_profile_plugin.xspace.cache import lazy as cache_lazy
+from tb_profile_plugin.xspace.cache import lookup as cache_lookup
 from tb_profile_plugin.xspace.store import ProfileStore
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -28,7 +31,7 @@ PREFIX = 48  # magic, MAC, header length
 
 @pytest.fixture
 def lazy_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(cache, "LAZY_MIN_BYTES", 0)
+    monkeypatch.setattr(cache_lookup, "LAZY_MIN_BYTES", 0)
     monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path))
     return tmp_path
 
@@ -119,10 +122,10 @@ def test_an_array_damaged_after_the_open_comes_from_the_file(
         assert len(text) == int.from_bytes(data[40:PREFIX], "little")
         data[PREFIX:PREFIX + len(text)] = text
         rest = bytes(data[40:start])
-        mac = cache._mac((lazy_cache / ".secret").read_bytes(), entry.stem)
+        mac = cache_entry._mac((lazy_cache / ".secret").read_bytes(), entry.stem)
         mac.update(rest)
-        mac.update(cache._digest(len(data) - start,
-                                 np.frombuffer(bytes(sums), "<u8").reshape(-1, 2)))
+        mac.update(cache_entry._digest(len(data) - start,
+                                       np.frombuffer(bytes(sums), "<u8").reshape(-1, 2)))
         data[8:40] = mac.digest()
         entry.write_bytes(bytes(data))
     store = ProfileStore()

@@ -40,6 +40,8 @@ from werkzeug.test import Client
 from tb_profile_plugin.plugin import ProfilePlugin
 from tb_profile_plugin.trace.index_cache import INDEX_FORMAT_VERSION
 from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace.cache import directory as cache_directory
+from tb_profile_plugin.xspace.cache import entry as cache_entry
 from tb_profile_plugin.xspace.store import ProfileStore
 from tests.pod_runs import HostPlan, host_xspace
 
@@ -152,7 +154,7 @@ def _signed(header_edit: Callable[[dict[str, Any]], Any] | None = None,
         new_start = -(-(PREFIX + len(text)) // 64) * 64
         rest = len(text).to_bytes(8, "little") + text + b"\0" * (new_start - PREFIX - len(text))
         rest += bytes(body)
-        s.entry.write_bytes(cache._MAGIC + _mac_of(s.secret(), s.key, rest) + rest)
+        s.entry.write_bytes(cache_entry._MAGIC + _mac_of(s.secret(), s.key, rest) + rest)
     return poison
 
 
@@ -441,7 +443,7 @@ def _other_users_dir(s: Setup) -> None:
 def _pretend_another_user(monkeypatch: pytest.MonkeyPatch) -> Callable[[Setup], None]:
     def poison(_: Setup) -> None:
         real = os.geteuid()
-        monkeypatch.setattr(cache.os, "geteuid", lambda: real + 1)
+        monkeypatch.setattr(cache_directory.os, "geteuid", lambda: real + 1)
     return poison
 
 
@@ -508,7 +510,7 @@ def test_changed_or_unsafe_secret_makes_every_entry_a_miss(
     expected, _ = _serve(setup)
     old_secret = setup.secret()
     poison(setup)
-    cache._secrets.clear()  # as in a new process
+    cache_directory._secrets.clear()  # as in a new process
     assert _within(10, lambda: _serve(setup)) == (expected, 1)
     secret = setup.cache_dir / ".secret"
     assert secret.is_file() and secret.stat().st_mode & 0o077 == 0
@@ -526,7 +528,7 @@ def test_stale_temporary_files_are_removed(tmp_path: Path,
         path.write_bytes(b"partial")
     old = time.time() - cache.STALE_TMP_S - 60
     os.utime(stale, (old, old))
-    cache._secrets.clear()  # as in a new process
+    cache_directory._secrets.clear()  # as in a new process
     _serve(setup)
     assert not stale.exists() and fresh.exists()
 

@@ -1,6 +1,6 @@
 """A profile from the disk cache whose lines' events and stats are read when first used.
 
-Reopening a big profile from the disk cache (xspace/cache.py) used to read its whole entry
+Reopening a big profile from the disk cache (cache/lookup.py) used to read its whole entry
 (0.6 GB at 20M events) before anything could be answered; the trace viewer's first window,
 when the trace index is cached too (trace/index_cache.py), needs none of the lines' columns.
 `load_lazily` therefore builds the profile from the entry's header and its small arrays
@@ -10,13 +10,13 @@ against their word sums, on first access (`_LazyPart`). Their length and `nbytes
 entry's array table without reading anything (the store's memory bound counts them whole).
 
 A part whose bytes no longer match their sums (damaged since the entry was opened, or the file
-truncated: the cache removes the entry, `cache.DamagedEntry`), or whose columns do not fit
-together (`cache._check`), is taken from a fresh decode of the source file instead
+truncated: the cache removes the entry, `entry.DamagedEntry`), or whose columns do not fit
+together (`tree._check`), is taken from a fresh decode of the source file instead
 (`fallback`, from the store: decoded once per entry, and the entry written again), so a damaged
 entry is still never trusted and never fails a request; the decoded part must have the lengths
 the entry said (else the source changed too: `UnreadableProfile`).
 
-Small entries (under `cache.LAZY_MIN_BYTES`) are read and checked whole, as `cache.load` does.
+Small entries (under `lookup.LAZY_MIN_BYTES`) are read and checked whole, as `lookup.load` does.
 """
 
 from __future__ import annotations
@@ -31,7 +31,10 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin.errors import UnreadableProfile
-from tb_profile_plugin.xspace import cache, model
+from tb_profile_plugin.xspace import model
+from tb_profile_plugin.xspace.cache import lookup
+from tb_profile_plugin.xspace.cache import tree as profile_tree
+from tb_profile_plugin.xspace.cache.entry import EntryArrays
 
 logger = logging.getLogger(__name__)
 
@@ -42,35 +45,35 @@ _LAZY_FIELDS = ("events", "stats")
 def load_lazily(key: str, directory: Path | None = None,
                 fallback: Callable[[], model.Profile] | None = None) -> model.Profile | None:
     """The cached profile for `key` with its lines' columns read on first use, or None on a
-    miss (as `cache.load`). `fallback` decodes the source file again (module docstring)."""
-    return cache.load_entry_lazily(
+    miss (as `lookup.load`). `fallback` decodes the source file again (module docstring)."""
+    return lookup.load_entry_lazily(
         key, ".tbpc", lambda header, arrays: _profile_of(header, arrays, fallback), directory)
 
 
-def _profile_of(header: dict[str, Any], arrays: cache.EntryArrays,
+def _profile_of(header: dict[str, Any], arrays: EntryArrays,
                 fallback: Callable[[], model.Profile] | None) -> model.Profile:
     if not arrays.lazy:
-        return cache._profile_of(header, arrays.all())
+        return profile_tree._profile_of(header, arrays.all())
     entry = _Entry(arrays, fallback)
 
     def line(fields: dict[str, Any], where: tuple[Any, ...]) -> model.Line:
         """A line whose events and stats are read on first use (its other fields now)."""
-        values = {k: cache._unflatten(v, entry.array, (*where, k), special) for k, v in
+        values = {k: profile_tree._unflatten(v, entry.array, (*where, k), special) for k, v in
                   fields.items() if k not in _LAZY_FIELDS}
         events = _part(fields["events"], entry, (*where, "events"), None)
         stats = _part(fields["stats"], entry, (*where, "stats"), len(events))
         return model.Line(events=events, stats=stats, **values)
 
-    special: dict[type, cache.Special] = {model.Line: line}
+    special: dict[type, profile_tree.Special] = {model.Line: line}
     # the parts are checked when they are read
-    return cache.profile_from(header, lambda tree: cache._unflatten(tree, entry.array, (),
-                                                                   special))
+    return profile_tree.profile_from(
+        header, lambda tree: profile_tree._unflatten(tree, entry.array, (), special))
 
 
 class _Entry:
     """What the lazy parts of one profile share: the entry's arrays, and the fallback."""
 
-    def __init__(self, arrays: cache.EntryArrays,
+    def __init__(self, arrays: EntryArrays,
                  fallback: Callable[[], model.Profile] | None) -> None:
         self.arrays = arrays
         self._fallback = fallback
@@ -78,7 +81,7 @@ class _Entry:
         self._lock = threading.Lock()
 
     def array(self, ref: Any) -> np.ndarray:
-        return self.arrays.get(cache._array_index(ref, len(self.arrays)))
+        return self.arrays.get(profile_tree._array_index(ref, len(self.arrays)))
 
     def decoded_part(self, where: tuple[Any, ...]) -> Any:
         """The part at `where` (a path of fields and list positions from the profile) of the
@@ -107,7 +110,7 @@ def _part(tree: Any, entry: _Entry, where: tuple[Any, ...], num_rows: int | None
     for name, ref in tree["f"].items():
         if name not in lazy_class.field_names:
             raise ValueError(f"{kind}.{name} is not a field")
-        refs[name] = None if ref is None else cache._array_index(ref, len(entry.arrays))
+        refs[name] = None if ref is None else profile_tree._array_index(ref, len(entry.arrays))
     if set(refs) != set(lazy_class.field_names):
         raise ValueError(f"{kind} misses fields")
     for index in refs.values():
@@ -144,9 +147,9 @@ class _Part:
             try:
                 plain = base(**{name: None if i is None else self.entry.arrays.get(i)
                                 for name, i in self.refs.items()})
-                cache._check(plain)
+                profile_tree._check(plain)
                 if self.num_rows is not None:
-                    cache._check_rows(plain, self.num_rows)
+                    profile_tree._check_rows(plain, self.num_rows)
             except ValueError as exc:  # DamagedEntry, or columns that do not fit
                 logger.warning("profile cache: %s of line %s read from the source instead: %s",
                                self.where[-1], self.where[1:-1], exc)
@@ -213,13 +216,13 @@ def _same(a: Any, b: Any) -> bool:
 
 class _LazyEventColumns(_LazyPart, model.EventColumns):
     field_names = tuple(f.name for f in dataclasses.fields(model.EventColumns))
-    same_length = cache._SAME_LENGTH[model.EventColumns]
+    same_length = profile_tree._SAME_LENGTH[model.EventColumns]
     _base = model.EventColumns
 
 
 class _LazyStatColumns(_LazyPart, model.StatColumns):
     field_names = tuple(f.name for f in dataclasses.fields(model.StatColumns))
-    same_length = cache._SAME_LENGTH[model.StatColumns]
+    same_length = profile_tree._SAME_LENGTH[model.StatColumns]
     _base = model.StatColumns
 
 
@@ -227,5 +230,5 @@ _LAZY_CLASSES: dict[str, type[_LazyPart]] = {
     "EventColumns": _LazyEventColumns, "StatColumns": _LazyStatColumns}
 
 
-#: Whether `obj` is a lazy part not read yet (cache._check leaves it for its first use).
-is_unread = cache._unread
+#: Whether `obj` is a lazy part not read yet (tree._check leaves it for its first use).
+is_unread = profile_tree._unread
