@@ -1,12 +1,12 @@
 """Independent per-line column work of one profile on a few threads.
 
 The compiled passes over a line's events (the decoder's walk of a line, xspace/_wire.c; the
-trace's nesting order, analysis/events/_nesting.c) release the GIL, and lines are
-independent: a profile of many threads decodes and indexes its lines side by side
-(docs/architecture.md, "Lines side by side"). Each item writes only its own outputs (its own columns, or its own disjoint
-slice of shared ones), and the results come back in the items' order, so the outcome is the
-one of a loop. A profile of one long line gains nothing and pays nothing. The pool threads'
-heaps are trimmed after each batch (memory_release.release_now).
+trace's nesting order, analysis/events/_nesting.c) release the GIL, and lines are independent:
+a profile of many threads decodes and indexes its lines side by side (docs/architecture.md,
+"Lines side by side"). Each item writes only its own outputs (its own columns, or its own
+disjoint slice of shared ones), and the results come back in the items' order, so the outcome
+is the one of a loop. A profile of one long line gains nothing and pays nothing. The pool
+threads' heaps are trimmed after each batch (memory_release.release_now).
 
 Threads: `TB_PROFILE_COLUMN_THREADS`, else the CPUs this process may run on, at most
 `MAX_THREADS`; 1 in a host-pool worker (`single_threaded`: the pool already runs a host per
