@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin.analysis.events.profile_cache import per_profile
+from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace.index import IndexColumns, Process, Thread, TraceIndex, build_index
 from tb_profile_plugin.trace.lod import FANOUT
 from tb_profile_plugin.trace.visible import NO_BLOCKS, DensityBlocks, Visible, remember
@@ -321,7 +322,7 @@ def _load_or_build(profile: Profile) -> TraceIndex:
     index = load(profile)
     if index is None:
         with cache.quiet():  # the profile's entry, queued by its decode, waits meanwhile
-            index = build_index(profile)
+            index = index_module.build_index(profile)  # looked up at the call: tests count it
         save(index, later=True)  # written after the first window is answered
     load_first_window(index)
     return index
