@@ -9,7 +9,7 @@ the hosts' counts into one row per view: what it needs, in words, what this capt
 the run offers the view at all (`run_tools`). A view can be offered and still have nothing
 to show (the memory profile of a capture without allocator events explains its empty state).
 
-Producer: the framework the profile shows (xspace/producers.py `detect_framework`), what
+Producer: the framework the profile shows (xspace/producers/framework.py `detect_framework`), what
 showed it, and the version stats the profile records (`jax_version`, `jaxlib_version`, ...;
 TensorFlow records none), and the capture window from the `Task Environment` plane.
 """

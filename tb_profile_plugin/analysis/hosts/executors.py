@@ -113,7 +113,7 @@ def host_task(task: Callable[[str], T], path: str) -> T:
     try:
         return task(path)
     finally:
-        # The disk cache writes its entries after the answer (xspace/cache.py); a worker
+        # The disk cache writes its entries after the answer (xspace/cache/writer.py); a worker
         # waits for them here, so the host's columns are freed before its next host (left
         # queued, they kept the tree of 16 x 2.4M-event hosts at 1.52 GB instead of ~0.95).
         cache.flush()

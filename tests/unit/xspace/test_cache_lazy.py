@@ -1,4 +1,4 @@
-"""Big cache entries read lazily (xspace/cache.py `load_entry_lazily`, xspace/cache_lazy.py):
+"""Big cache entries read lazily (xspace/cache/lookup.py `load_entry_lazily`, xspace/cache/lazy.py):
 the header is checked when the entry is opened, each array when it is first read. Here every
 entry counts as big (`LAZY_MIN_BYTES` 0). A reopened profile answers as a fresh decode; its
 lines' columns are read only when used; an array damaged or truncated after the open, or
