@@ -1,9 +1,8 @@
 """Cache entries written off the request's path (xspace/cache/writer.py `save_entry_later`): the
-first
-trace window is answered while the profile's and the index's entries are still being written,
-a reopen in the same process waits for a queued entry instead of decoding again, and what was
-written in the background reopens to the same window in a fresh store. Also the reopen's read
-in two halves (`cache._read_all`): whole, or a miss when the file changed size."""
+first trace window is answered while the profile's and the index's entries are still being
+written, a reopen in the same process waits for a queued entry instead of decoding again, and
+what was written in the background reopens to the same window in a fresh store. Also the reopen's
+read in two halves (`cache._read_all`): whole, or a miss when the file changed size."""
 
 from __future__ import annotations
 
