@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin.analysis.advice.input_advice import input_advice
-from tb_profile_plugin.analysis.advice.verdict_basis import tf_data_verdict
+from tb_profile_plugin.analysis.advice.verdict_basis import steps_verdict, tf_data_verdict
 from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis
-from tb_profile_plugin.analysis.steps.breakdown import Stats, category_ps, verdict
+from tb_profile_plugin.analysis.steps.breakdown import Stats, category_ps
 from tb_profile_plugin.analysis.steps.step_db import EventType
 from tb_profile_plugin.tools.analysis_views import (
     has_host_events,
@@ -100,7 +100,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
     analysis, multi = requested_analysis(request, diagnostics)
     steps = analysis.steps
-    v = verdict(steps)
+    v = steps_verdict(analysis)
     cats = category_ps(steps)
     with np.errstate(invalid="ignore", divide="ignore"):
         per_step_input = np.where(steps.duration_ps > 0,

@@ -26,6 +26,7 @@ from tb_profile_plugin.analysis.advice.recommendations import advice_for
 from tb_profile_plugin.analysis.advice.verdict_basis import (
     TfDataVerdict,
     overview_basis,
+    steps_verdict,
     tf_data_verdict,
 )
 from tb_profile_plugin.analysis.ops.jitted_functions import JittedFunction
@@ -37,7 +38,6 @@ from tb_profile_plugin.analysis.steps.breakdown import (
     Verdict,
     category_ps,
     category_stats_ms,
-    verdict,
 )
 from tb_profile_plugin.tools.analysis_views import (
     fact_keys,
@@ -103,7 +103,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
     analysis, multi = requested_analysis(request, diagnostics)
     steps = analysis.steps
-    v = verdict(steps)
+    v = steps_verdict(analysis)
     total_ps = float(steps.duration_ps.sum())
     shares = {k: (100.0 * float(x.sum()) / total_ps if total_ps else 0.0)
               for k, x in category_ps(steps).items()}

@@ -22,8 +22,27 @@ from a producer's raw stats:
   the same execution and step, become one event spanning them, named by the op (`name:Type`
   for TF, as TF's own line names them). Events of no op are skipped, not a break. JAX's
   constant `tf_op = "XlaModule:"` is no op (the canonical op is the kernel's JAX op path), so
-  no bar spans a whole capture.
+  no bar spans a whole capture. A run is also broken where the device did none of the track's
+  work for longer than the run's own work justifies (below, "Idle within an op bar").
 * **XLA Ops**: the same over (execution, HLO op): two executions never merge.
+
+Idle within an op bar (TensorFlow/Framework Ops and XLA Ops, not Steps or XLA Modules, whose
+bars are meant to span a whole step or execution): a bar stands for its op's device work, so
+it may bridge the idle stretch between two consecutive events of its op only when that stretch
+is at most `_MAX_IDLE_PER_BUSY` (4) times the bar's busy time (the summed durations of its
+events). The idle stretch is the time from the latest end of the track's events so far (any
+op: an event still running is not idle) to the next event's start. A run is cut at every
+stretch longer than that, then each piece is checked again against its own busy time, until
+none is: the coarsest split in which no bar holds an idle stretch longer than 4x its work.
+Why 4: one execution of an op may leave the device idle between its launches while the host
+prepares the next one (a memset then the kernel, cuDNN's plan set up between two kernels); on
+the committed captures such stretches reach 2.8x the op's device time (jax_gpu_conv's
+`cudnn-conv.1`: a 17 us kernel, 902 us idle, a 301 us kernel), and they stay one bar. Separate
+executions of one op in one step with unrelated idle between them show hundreds of times their
+work (a TF 2.4 capture: 33.8 us of `MakeTensorFromProto` copies over 13.4 ms, issue 28), and
+become one bar per burst of work. The reference (xprof's derived timeline) never breaks a run
+for idle time; it avoids that case by deriving its op lines from kernels only (copies get no
+op bar at all), which would drop the copies' op names from this track.
 
 A track is derived only where the producer did not write a line of that name itself
 (trace/index.py passes the names to `derive_tracks`).
@@ -54,6 +73,9 @@ XLA_MODULES = "XLA Modules"
 XLA_OPS = "XLA Ops"
 #: Names of one track: a producer's line of either name stands for the derived framework ops.
 _SAME_TRACK = {TF_OPS: FRAMEWORK_OPS, FRAMEWORK_OPS: TF_OPS}
+#: An op bar bridges an idle stretch between its op's events of at most this many times its
+#: busy time (module docstring, "Idle within an op bar").
+_MAX_IDLE_PER_BUSY = 4
 
 
 @dataclass(frozen=True)
@@ -87,13 +109,13 @@ def derive_tracks(profile: Profile, plane_index: int,
     execution = _plane_executions(profile, plane_index)
     framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
     op_label, op_texts = _framework_labels(canon)
-    for title, key, label, texts in (
-            (XLA_MODULES, execution, canon.module, canon.texts),
-            (framework, _tuple_key(execution, group, op_label), op_label, op_texts),
-            (XLA_OPS, _tuple_key(execution, canon.hlo_op), canon.hlo_op, canon.texts)):
+    for title, key, label, texts, idle_cut in (
+            (XLA_MODULES, execution, canon.module, canon.texts, False),
+            (framework, _tuple_key(execution, group, op_label), op_label, op_texts, True),
+            (XLA_OPS, _tuple_key(execution, canon.hlo_op), canon.hlo_op, canon.texts, True)):
         if title in skip:
             continue
-        ops = _runs(table, by_time, title, key, label, texts)
+        ops = _runs(table, by_time, title, key, label, texts, idle_cut)
         if ops is not None:
             tracks.append(ops)
     return tracks
@@ -127,14 +149,45 @@ def _tuple_key(*columns: np.ndarray) -> np.ndarray:
 def _spans(table: EventTable, key: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ...]:
     """For events `order` (sorted so equal consecutive keys form runs): run starts, ends, keys
     and first events."""
-    k = key[order]
-    new_run = np.ones(len(order), bool)
+    return _cut_spans(table, key, order, _key_changes(key[order]))
+
+
+def _key_changes(k: np.ndarray) -> np.ndarray:
+    """Per position of `k`: whether a new run of equal values starts there."""
+    new_run = np.ones(len(k), bool)
     new_run[1:] = k[1:] != k[:-1]
+    return new_run
+
+
+def _cut_spans(table: EventTable, key: np.ndarray, order: np.ndarray,
+               new_run: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Like `_spans`, with the runs of `order` starting where `new_run` is set."""
     cuts = np.flatnonzero(new_run)
     start = np.minimum.reduceat(table.start_ps[order], cuts)
     end = np.maximum.reduceat(table.end_ps[order], cuts)
     first = order[cuts]
-    return start, end, k[cuts], first
+    return start, end, key[first], first
+
+
+def _idle_cuts(table: EventTable, order: np.ndarray, new_run: np.ndarray) -> np.ndarray:
+    """`new_run` (runs of `order`, the track's events in start order) with a run also cut
+    where the idle stretch before an event is longer than `_MAX_IDLE_PER_BUSY` times the busy
+    time of the run it would join, repeated until no piece has such a stretch (module
+    docstring, "Idle within an op bar"). One pass per round of cuts, not per event."""
+    start = table.start_ps[order]
+    end = table.end_ps[order]
+    busy_each = end - start
+    # Idle before event i+1: from the latest end of the track's events so far to its start.
+    idle = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0)
+    new_run = new_run.copy()
+    while True:
+        cuts = np.flatnonzero(new_run)
+        busy = np.add.reduceat(busy_each, cuts)
+        run = np.cumsum(new_run) - 1
+        cut = ~new_run[1:] & (idle > _MAX_IDLE_PER_BUSY * busy[run[:-1]])
+        if not cut.any():
+            return new_run
+        new_run[1:] |= cut
 
 
 def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrack | None:
@@ -171,12 +224,16 @@ def _execution_step_of(profile: Profile, table: EventTable) -> np.ndarray:
 
 
 def _runs(table: EventTable, by_time: np.ndarray, title: str, key: np.ndarray,
-          label: np.ndarray, texts: list[str]) -> DerivedTrack | None:
+          label: np.ndarray, texts: list[str], idle_cut: bool = False) -> DerivedTrack | None:
     """Consecutive events of `by_time` (the plane's events in start order) with one `key`
     become one event, named by the `label` text of its first event; events whose label or key
-    is -1 are left out (skipped, not a break)."""
+    is -1 are left out (skipped, not a break). `idle_cut`: a run is also broken at idle
+    stretches its work does not justify (`_idle_cuts`)."""
     events = by_time[(label[by_time] >= 0) & (key[by_time] >= 0)]
     if len(events) == 0:
         return None
-    start, end, _keys, first = _spans(table, key, events)
+    new_run = _key_changes(key[events])
+    if idle_cut:
+        new_run = _idle_cuts(table, events, new_run)
+    start, end, _keys, first = _cut_spans(table, key, events, new_run)
     return DerivedTrack(title, start, end, label[first], texts, first, table)

@@ -168,8 +168,11 @@ def event_details(trace: TraceSet, event_id: int) -> dict[str, Any]:
     else:
         meta_row = int(plane.event_metadata.rows_of(line.events.metadata_id[row : row + 1])[0])
         if meta_row >= 0:
+            full = plane.event_metadata.names[meta_row]
             display = plane.event_metadata.display_names[meta_row]
-            if display and display != event["name"]:
+            if full != event["name"]:  # shown by its display name (TPU: the whole HLO text)
+                long_name = full
+            elif display and display != event["name"]:
                 long_name = display
             stats_not_shown += _stats_of(plane.event_metadata.stats, meta_row,
                                          plane.stat_metadata, stats)

@@ -9,7 +9,9 @@ plane, `trace/derived.py` derives from the kernels each of those tracks *the pro
 write*, track by track: a TF 2.4 plane with its own Steps and TensorFlow Ops lines gets no
 second Steps or TensorFlow Ops track, but still a derived XLA Ops track where its kernels name
 HLO ops. Then the streams by line id. Host threads are grouped by pool name (`python` first,
-then `tf_Compute/...`, `tf_data_.../...` by name), then by id.
+then `tf_Compute/...`, `tf_data_.../...` by name), then by id. Events are named as
+`producers.trace_event_names` says (on TPU the op's display name, `broadcast.2`, not its
+whole HLO text).
 
 Storage: all events in one set of columns, ordered by (track, depth, start); an event's id is
 its position there, so ids are stable for a file. Each (track, depth) is a *segment*: its
@@ -49,7 +51,13 @@ from tb_profile_plugin.trace.derived import (
 )
 from tb_profile_plugin.trace.lod import levels_of, summarise
 from tb_profile_plugin.xspace.model import EventMetadataTable, Line, Plane, Profile
-from tb_profile_plugin.xspace.producers import LineKind, PlaneKind, kind_of, plane_kind
+from tb_profile_plugin.xspace.producers import (
+    LineKind,
+    PlaneKind,
+    kind_of,
+    plane_kind,
+    trace_event_names,
+)
 from tb_profile_plugin.xspace.schema import (
     HOST_PLANE_NAME,
     TASK_ENVIRONMENT_PLANE_NAME,
@@ -394,7 +402,7 @@ def build_index(profile: Profile) -> TraceIndex:
             continue
         device = is_device_plane(plane.name)
         table = plane.event_metadata
-        local = names.ids(table.names.tolist())
+        local = names.ids(trace_event_names(plane))  # TPU: the ops' display names
         lookup = _name_lookup(table, local, sum(len(ln.events) for ln in plane.lines))
         unknown = "<unknown event metadata>"
         tracks: list[_Track] = []

@@ -17,6 +17,23 @@ Tensor Cores). Library kernels (cuBLAS `nvjet_*`, cuDNN `sm90_xmma_*`) have no i
 their name; within a module whose library calls (custom-calls) all compute in one precision,
 they take that one.
 
+Inside a CUDA graph a cuBLAS kernel's custom-call is found by where it ran
+(`HloInstructions.library_calls_in_graph`): XLA records the graph's commands in the order of
+the module's schedule (`HloModuleProto.schedule`), one per instruction that launches work, and
+replays them in that order. So one replay's kernels, in the order they ran and memsets aside,
+pair one to one with the entry computation's fusions and cuBLAS custom-calls in schedule
+order; the kernels at the custom-calls' places are theirs. The pairing is taken only when it is
+exact: as many kernels as launching instructions, each fusion's place holding a kernel named
+after it or after a fusion of the same fused computation (XLA compiles one kernel for identical
+fusions and names it after the first: the six layers of a stack run `gemm_fusion_dot_276` for
+`gemm_fusion_dot.276`, `.278`, ...), each custom-call's place a kernel named after no
+instruction, and no instruction in the schedule whose kernels cannot be counted (a copy, a
+loop, another library's call). Otherwise no kernel of the replay is resolved. On the committed
+H200 captures every replay pairs (jax_nvidia_train: 49 kernels, 6 of them cuBLAS, per replay;
+jax_nvidia_device_bound: 298 and 30), and the graph's node ids confirm it: each fusion kernel's
+`cuda_graph_node_id` is its place in the schedule, the cuBLAS kernels' nodes come after them in
+their custom-calls' order.
+
 | XLA PrimitiveType (number)                                  | float bits |
 |-------------------------------------------------------------|------------|
 | F16 (10), BF16 (16)                                         | 16         |
@@ -30,6 +47,7 @@ they take that one.
 from __future__ import annotations
 
 import threading
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
@@ -46,6 +64,13 @@ FLOAT_BITS = {10: 16, 16: 16, 11: 32, 12: 64, 19: 8, 20: 8, 23: 8, 24: 8, 25: 8,
               31: 8, 30: 4}
 #: At most this many float bits is the "16-bit" precision class users see.
 LOW_PRECISION_BITS = 16
+#: The custom-call targets of XLA's cuBLAS matrix products (`__cublas$gemm`,
+#: `__cublas$lt$matmul`, `__cublas$lt$matmul$f8`).
+CUBLAS_GEMM_PREFIXES = ("__cublas$gemm", "__cublas$lt$matmul")
+#: Entry-computation instructions that launch nothing on the device.
+_NO_LAUNCH = frozenset({"parameter", "get-tuple-element", "tuple", "constant", "bitcast"})
+#: Memsets (CUPTI names them `Memset`) a library call may run before its kernel.
+MEMSET_PREFIX = "Memset"
 
 
 @dataclass(frozen=True)
@@ -60,11 +85,23 @@ class Instruction:
 
 
 @dataclass(frozen=True)
+class Launch:
+    """One instruction of the entry computation's schedule that launches one kernel."""
+    kernel: str  # a fusion's own kernel name (dots made underscores); "" for a cuBLAS call
+    fused: Hashable  # a fusion's fused computation, as compared (`_fused_shape`); None else
+    library: Instruction | None  # the cuBLAS custom-call; None for a fusion
+
+
+@dataclass(frozen=True)
 class Module:
     name: str  # `jit_train_step`
     program_id: int  # -1 when the metadata name carries none
     by_kernel: dict[str, Instruction]  # kernel name (dots made underscores) -> instruction
     library_float_bits: int  # the one precision of all its custom-calls, else 0
+    # The entry computation's launching instructions in schedule order; empty when the module
+    # has no schedule or runs an instruction whose kernels cannot be counted.
+    launches: tuple[Launch, ...] = ()
+    fused: dict[str, Hashable] | None = None  # fusion kernel name -> its fused computation
 
 
 class HloInstructions:
@@ -96,6 +133,31 @@ class HloInstructions:
         names_op = bool(hlo_op) and not hlo_op.startswith(COMMAND_BUFFER_PREFIX)
         key = hlo_op if names_op else kernel
         return module, module.by_kernel.get(key.replace(".", "_"))
+
+    def library_calls_in_graph(self, module_or_program: str, kernels: Sequence[str]
+                               ) -> list[Instruction | None]:
+        """One replay of a module's CUDA graph, its kernels' names in the order they ran:
+        per kernel, the cuBLAS custom-call it ran for; None for every other kernel, and for
+        all of them when the replay does not pair one to one with the module's schedule (the
+        module docstring says when it does)."""
+        none: list[Instruction | None] = [None] * len(kernels)
+        module = self.module(module_or_program) if module_or_program else None
+        if module is None or not module.launches:
+            return none
+        ran = [k for k, name in enumerate(kernels) if not name.startswith(MEMSET_PREFIX)]
+        if len(ran) != len(module.launches):
+            return none
+        fused = module.fused or {}
+        out = list(none)
+        for k, launch in zip(ran, module.launches, strict=True):
+            name = kernels[k].replace(".", "_")
+            if launch.library is not None:
+                if name in module.by_kernel:  # a kernel XLA made where cuBLAS should run
+                    return none
+                out[k] = launch.library
+            elif name != launch.kernel and (name not in fused or fused[name] != launch.fused):
+                return none
+        return out
 
     @staticmethod
     def of(profile: Profile) -> HloInstructions:
@@ -143,7 +205,62 @@ def _read_module(data: bytes, metadata_name: str) -> Module | None:
         if ins.opcode == "custom-call" and ins.custom_call_target:
             library_bits.add(bits)
     library = library_bits.pop() if len(library_bits) == 1 else 0
-    return Module(proto.name or name, program_id, by_kernel, library)
+    launches, fused = _launches(proto, by_kernel)
+    return Module(proto.name or name, program_id, by_kernel, library, launches, fused)
+
+
+def _launches(proto: hlo_summary_pb2.HloModuleProto, by_kernel: dict[str, Instruction]
+              ) -> tuple[tuple[Launch, ...], dict[str, Hashable] | None]:
+    """The entry computation's launching instructions in schedule order, and each of its
+    fusions' fused computation by kernel name; nothing when the module has no schedule or its
+    entry computation runs an instruction other than fusions and cuBLAS calls."""
+    entry = next((c for c in proto.computations if c.name == proto.entry_computation_name), None)
+    if entry is None or entry.id not in proto.schedule.sequences:
+        return (), None
+    computations = {c.id: c for c in proto.computations}
+    instructions = {ins.id: ins for ins in entry.instructions}
+    launches: list[Launch] = []
+    fused: dict[str, Hashable] = {}
+    for ins_id in proto.schedule.sequences[entry.id].instruction_ids:
+        ins = instructions.get(ins_id)
+        if ins is None:
+            return (), None
+        if ins.opcode in _NO_LAUNCH:
+            continue
+        kernel = ins.name.replace(".", "_")
+        if ins.opcode == "fusion":
+            shape = _fused_shape(ins, computations)
+            fused[kernel] = shape
+            launches.append(Launch(kernel, shape, None))
+        elif ins.opcode == "custom-call" and ins.custom_call_target.startswith(
+                CUBLAS_GEMM_PREFIXES):
+            launches.append(Launch("", None, by_kernel[kernel]))
+        else:
+            return (), None
+    return tuple(launches), fused
+
+
+def _fused_shape(ins: hlo_summary_pb2.HloInstructionProto,
+                 computations: dict[int, hlo_summary_pb2.HloComputationProto]) -> Hashable:
+    """What two fusions XLA gives one kernel have alike: their kind, result and fused
+    computation (each instruction's opcode, result and operands' places, nested fusions alike);
+    not their names."""
+    body: list[Hashable] = [ins.fusion_kind, _shape_key(ins.shape)]
+    for called in ins.called_computation_ids:
+        computation = computations.get(called)
+        if computation is None:
+            return None
+        place = {f.id: k for k, f in enumerate(computation.instructions)}
+        body.append(tuple(
+            (f.opcode, _shape_key(f.shape), tuple(place.get(o, -1) for o in f.operand_ids),
+             f.custom_call_target, _fused_shape(f, computations) if f.opcode == "fusion" else ())
+            for f in computation.instructions))
+    return tuple(body)
+
+
+def _shape_key(shape: hlo_summary_pb2.ShapeProto) -> Hashable:
+    return (shape.element_type, tuple(shape.dimensions),
+            tuple(_shape_key(t) for t in shape.tuple_shapes))
 
 
 def _float_bits(shape: hlo_summary_pb2.ShapeProto) -> int:

@@ -148,13 +148,18 @@ def test_kernels_inside_the_cuda_graph_take_their_op_from_the_hlo() -> None:
     for r in named:
         ins = instructions[r["kernel_name"]]
         assert r["hlo_op"] == ins.name
-        assert r["op_name"] == (ins.metadata.op_name or ins.name)
+        # An instruction of no framework op: its module's HLO op (issue 28).
+        assert r["op_name"] == (ins.metadata.op_name or f"jit_train_step/{ins.name}")
     assert any(r["op_name"] == "jit(train_step)/jvp()/dot_general"
                and r["kernel_name"] == "gemm_fusion_dot_34" for r in rows)
-    # cuBLAS's kernels have no instruction of their name: their op stays the command buffer.
+    # cuBLAS's kernels have no instruction of their name: each takes the custom-call at its
+    # place in the module's schedule (xspace/hlo_modules.py; tests/unit/xspace/
+    # test_hlo_cublas_in_graphs.py), and its JAX op.
     library = [r for r in rows if r["kernel_name"].startswith("nvjet_")]
-    assert library and all(r["hlo_op"] == "command_buffer_1" for r in library)
+    assert len(library) == 6 and all(r["hlo_op"].startswith("custom-call.") for r in library)
+    assert all(r["op_name"].startswith("jit(train_step)/") for r in library)
     assert all(r["uses_tensor_core"] for r in library)
+    assert not any(r["hlo_op"] == "command_buffer_1" for r in rows)  # memsets are no kernels
 
 
 def test_graph_kernels_resolve_to_the_instructions_they_run_alone() -> None:
@@ -172,7 +177,11 @@ def test_graph_kernels_resolve_to_the_instructions_they_run_alone() -> None:
                    if names[s.metadata_id] == "hlo_op"]
             launched.setdefault(gpu.event_metadata[e.metadata_id].name, set()).update(hlo)
     rows = build_view("kernel_stats", _capture("jax_nvidia_train"))["rows"]
-    resolved = [r for r in rows if r["hlo_op"] != "command_buffer_1"]
+    # cuBLAS kernels are not checked here: the two compilations number their custom-calls
+    # differently (the graph's `custom-call.4` is the other's `custom-call.3`), so a name
+    # says nothing; tests/unit/xspace/test_hlo_cublas_in_graphs.py checks them.
+    resolved = [r for r in rows if r["hlo_op"] != "command_buffer_1"
+                and not r["hlo_op"].startswith("custom-call.")]
     checked = [r for r in resolved if r["kernel_name"] in launched]
     assert len(checked) >= 35
     for r in checked:
@@ -250,8 +259,9 @@ def test_plain_capture_kernel_rows_equal_the_references() -> None:
     theirs = REFERENCE["jax_nvidia_plain"]["kernel_stats"][0]
     assert len(ours) == len(theirs) == 11
     for ref in theirs:
-        # A kernel of no framework op: the reference leaves its op empty, we name its HLO op.
-        op = ref["op_name"] or next(r["hlo_op"] for r in rows
+        # A kernel of no framework op: the reference leaves its op empty, we name its module's
+        # HLO op (issue 28: `jit_conv_net/loop_broadcast_fusion`).
+        op = ref["op_name"] or next(f"jit_conv_net/{r['hlo_op']}" for r in rows
                                     if r["kernel_name"] == ref["kernel_name"])
         mine = ours[key(ref, op, ref["grid_dim"], ref["block_dim"])]
         assert mine["occurrences"] == ref["occurrences"]
@@ -278,18 +288,22 @@ def test_plain_capture_device_ops_equal_the_references() -> None:
               if r["host_or_device"] == "Device" and r["operation"] != "IDLE"]
     assert len(theirs) == 9
     for ref in theirs:
-        mine = ours[ref["operation"]]
-        assert mine["total_self_time_us"] == pytest.approx(ref["total_self_time"], abs=1e-3)
+        # An HLO op of no framework op is named by it alone there; here by its module and HLO
+        # op (issue 28), so `copy.1` is two ops: jit_copy's and jit__lambda's.
+        same = [r for n, r in ours.items()
+                if n == ref["operation"] or n.endswith("/" + ref["operation"])]
+        mine = same[0]
+        assert sum(r["total_self_time_us"] for r in same) == pytest.approx(
+            ref["total_self_time"], abs=1e-3)
         # An HLO op of no framework op: typed "Unknown" there, by its HLO kind here.
         hlo_kind = ref["operation"].rsplit(".", 1)[0] if "." in ref["operation"] else \
             ref["operation"]
         assert mine["op_type"] == (ref["type"] if ref["type"] != "Unknown" else hlo_kind)
         if ref["operation"] != "copy.1":
-            assert mine["occurrences"] == ref["occurrences"]
-    # Where one op ran as several device events, the counts differ by rule: the reference
-    # merges consecutive events of one op, we count the most any one kernel ran: the
-    # on-device copy `copy.1` (two events of the same HLO op) is 1 there, 2 here.
-    assert ours["copy.1"]["occurrences"] == 2
+            assert len(same) == 1 and mine["occurrences"] == ref["occurrences"]
+    # `copy.1` ran once in each of two jitted functions: one op each here, one op (its two
+    # events merged into one run) there.
+    assert ours["jit_copy/copy.1"]["occurrences"] == ours["jit__lambda/copy.1"]["occurrences"] == 1
     # The copies to and from the host are device ops here (time the GPU spent on them), not
     # idle time as there.
     assert {"MemcpyH2D", "MemcpyD2H"} <= set(ours)

@@ -19,14 +19,17 @@ verdicts agree (docs/api.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis
 from tb_profile_plugin.analysis.steps.breakdown import (
     HIGHLY_INPUT_BOUND_PERCENT,
     MODERATELY_INPUT_BOUND_PERCENT,
     Verdict,
+    verdict,
 )
+from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.tf_data.bottlenecks import (
     analyze_tf_data,
     is_input_bound,
@@ -58,6 +61,34 @@ def tf_data_verdict(host: str, profile: Profile) -> TfDataVerdict | None:
         return None
     return TfDataVerdict(is_input_bound(slowest), host, slowest.pipeline.name,
                          slowest.max_latency_ps / 1e6, slowest.bottleneck.name)
+
+
+def without_input_pipeline(v: Verdict, has_tf_data: bool, root_rule: str) -> Verdict:
+    """Steps inferred from a jitted function's executions (`root_rule` "executions") of a
+    run whose profile shows no input pipeline are never called input-bound: the
+    "potentially" level (little input time, much 'All others' time that "may hide input
+    work") becomes "not" where no tf.data iterator event was recorded and no step time waits
+    for input (no IteratorGetNext, infeed or host-to-device copy): there is no input work for
+    the 'All others' time to hide. Other levels, and steps the profile marks, as they are:
+    there the level is the reference's (xprof 2.24.2 calls custom_loop, two_hosts and
+    jax_cpu_steps POTENTIALLY input-bound; tests/integration/test_reference_figures.py), while
+    on inferred steps the reference finds no steps and gives no verdict."""
+    if (root_rule != EXECUTION_RULE or v.input_bound != "potentially" or has_tf_data
+            or v.input_percent > 0):
+        return v
+    return replace(v, input_bound="not", statement=(
+        "The program is NOT input-bound: the profile shows no input pipeline (no tf.data "
+        "iterator events, and no step time waits for input or copies to the device). "
+        f"{v.all_others_percent:.1f} % of the step time is 'All others' (outside any recorded "
+        "op): see the advice for what it is."))
+
+
+def steps_verdict(analysis: HostAnalysis) -> Verdict:
+    """The one verdict on `analysis`'s steps that every page shows (the overview and the input
+    pipeline analyzer read it here, so they never say two things): the breakdown's verdict
+    (analysis/steps/breakdown.py), with `without_input_pipeline` applied."""
+    return without_input_pipeline(verdict(analysis.steps), analysis.has_tf_data,
+                                  analysis.root_rule)
 
 
 def overview_input_bound(level: str) -> bool | None:

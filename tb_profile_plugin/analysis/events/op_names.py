@@ -5,7 +5,8 @@ tf.data; a name matching `[A-Za-z0-9.][A-Za-z0-9_./>-]*` with a type matching `[
 TensorFlow op; a lower-case type is a JAX op; a `MEMCPY{HToD,DToH,DToD,HToH}` prefix (any case)
 is a memcpy, and so is the CUPTI tracer's spelling `Memcpy{H2D,D2H,D2D,P2P}` (the names of the
 copies on NVIDIA GPU streams, TensorFlow and JAX alike; a peer-to-peer copy is device to
-device). The reference reads only the first spelling, and so counts JAX's host-to-device
+device), and so is ROCm's legacy tracer's `Copy{HostToDevice,DeviceToHost,DeviceToDevice,
+HostToHost}`. The reference reads only the first spelling, and so counts JAX's host-to-device
 copies as device compute. Anything else is not an op (user TraceMes, runtime internals).
 """
 
@@ -37,6 +38,9 @@ _MEMCPY = {
     "memcpydtod": OpCategory.MEMCPY_D2D, "memcpyhtoh": OpCategory.MEMCPY_H2H,
     "memcpyh2d": OpCategory.MEMCPY_H2D, "memcpyd2h": OpCategory.MEMCPY_D2H,
     "memcpyd2d": OpCategory.MEMCPY_D2D, "memcpyp2p": OpCategory.MEMCPY_D2D,
+    # ROCm's legacy tracer (roctracer) names its copies `Copy<From>To<To>`.
+    "copyhosttodevice": OpCategory.MEMCPY_H2D, "copydevicetohost": OpCategory.MEMCPY_D2H,
+    "copydevicetodevice": OpCategory.MEMCPY_D2D, "copyhosttohost": OpCategory.MEMCPY_H2H,
 }
 
 

@@ -32,10 +32,14 @@ from tb_profile_plugin.analysis.ops.jitted_functions import JittedFunction, jitt
 from tb_profile_plugin.analysis.ops.kernel_stats import KernelStats
 from tb_profile_plugin.analysis.ops.op_analysis import profile_ops
 from tb_profile_plugin.analysis.ops.op_metrics import OpMetrics, compute_precision_ps
-from tb_profile_plugin.analysis.ops.tf_functions import TfFunction, tf_functions
+from tb_profile_plugin.analysis.ops.tf_functions import (
+    TfFunction,
+    graph_execution,
+    tf_functions,
+)
 from tb_profile_plugin.analysis.steps.breakdown import host_bound_percent
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
-from tb_profile_plugin.analysis.steps.execution_steps import execution_steps
+from tb_profile_plugin.analysis.steps.execution_steps import execution_steps, not_a_loop
 from tb_profile_plugin.analysis.steps.step_db import StepDb, build_step_db, classify
 from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.analysis.tf_data.shape import tf_data_names
@@ -85,6 +89,12 @@ class HostAnalysis:
     jitted: tuple[JittedFunction, ...] = ()
     #: root_rule "executions": the jitted function whose executions are the steps.
     step_module: str = ""
+    #: No steps although a jitted function repeats: why its executions are no loop
+    #: (analysis/steps/execution_steps.py `not_a_loop`); "" otherwise.
+    not_a_loop: str = ""
+    #: Evidence that TensorFlow ran ops as a graph (analysis/ops/tf_functions.py
+    #: `graph_execution`): (what, count) pairs; () when none.
+    graph_execution: tuple[tuple[str, int], ...] = ()
     #: Per tf.function: calls, call times, concrete functions (retracing).
     tf_functions: tuple[TfFunction, ...] = ()
     #: The tf.data iterator names (`Iterator::...`), sorted: the pipelines' shape for the
@@ -164,12 +174,14 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
     classified = (types, on_device, has_device)
     steps = build_step_db(forest, classified)
     executions = profile_executions(profile)
-    root_rule, step_module = forest.root_rule, ""
+    root_rule, step_module, no_loop = forest.root_rule, "", ""
     if root_rule == "none":
         from_executions = execution_steps(forest, executions)
         if from_executions is not None:
             steps, step_module = from_executions.steps, from_executions.module
             root_rule = EXECUTION_RULE
+        else:
+            no_loop = not_a_loop(executions)
     op_analysis = profile_ops(profile)
     if root_rule == EXECUTION_RULE:  # steps without groups: every kernel is the program's
         compute16, compute32 = compute_precision_ps(table, every_type)
@@ -204,6 +216,7 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
         time_base_ns=time_base_ns(profile), core_steps=tuple(core_steps),
         framework=framework.framework, framework_evidence=framework.evidence,
         jitted=jitted_functions(forest, executions), step_module=step_module,
+        not_a_loop=no_loop, graph_execution=graph_execution(forest),
         tf_functions=tf_functions(table), tf_data_names=iterator_names,
         host_hotspots=hotspots,
     )

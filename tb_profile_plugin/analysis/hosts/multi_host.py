@@ -30,7 +30,7 @@ from tb_profile_plugin.analysis.ops.host_hotspots import HostHotspot
 from tb_profile_plugin.analysis.ops.jitted_functions import merge_jitted
 from tb_profile_plugin.analysis.ops.kernel_stats import KernelDetails, KernelRow, KernelStats
 from tb_profile_plugin.analysis.ops.op_metrics import IDLE, OpFacts, OpMetrics, OpTable
-from tb_profile_plugin.analysis.ops.tf_functions import merge_tf_functions
+from tb_profile_plugin.analysis.ops.tf_functions import merge_graph_execution, merge_tf_functions
 from tb_profile_plugin.analysis.steps.step_db import NUM_TYPES, StepDb
 from tb_profile_plugin.xspace.producers import Framework
 
@@ -187,6 +187,8 @@ def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
         time_base_ns=reference.time_base_ns,
         framework=framework, framework_evidence=evidence,
         jitted=merge_jitted(a.jitted for a in all_), step_module=reference.step_module,
+        not_a_loop=reference.not_a_loop,
+        graph_execution=merge_graph_execution(a.graph_execution for a in all_),
         tf_functions=merge_tf_functions(a.tf_functions for a in all_),
         tf_data_names=tuple(sorted({n for a in all_ for n in a.tf_data_names})),
         host_hotspots=merge_hotspots([a.host_hotspots for a in all_]),

@@ -4,8 +4,11 @@ Peak (xprof_reference.md §3.5): the snapshot with the most memory in use, stack
 of equal ones the last in the file's order (planes, lines, events), which is the one the
 reference keeps (it updates its peak on `>=` while walking the file): with several threads
 that need not be the last in time. The allocator's own
-`peak_bytes_in_use` counts over its whole lifetime, so the lifetime peak is its largest
-value, which may lie before the profile began. Capacity is stack + heap + free at the peak.
+`peak_bytes_in_use` counts over its whole lifetime: the lifetime peak is that count on the
+last snapshot in file order, as the reference takes it, which may lie before the profile
+began. It is the allocator's figure alone, never stack + heap: an allocator whose
+`bytes_reserved` (the stack) is large, as on TPU, reports a heap peak below the stack +
+heap the snapshots show. Capacity is stack + heap + free at the peak.
 
 Breakdown: replay every snapshot up to the peak, keyed by address:
 
@@ -79,7 +82,7 @@ def find_peak(snapshots: AllocatorSnapshots) -> MemoryPeak:
         fragmentation=float(s.fragmentation[index]),
         step_id=int(s.step_id[index]),
         capacity_bytes=int(s.stack_bytes[index] + s.heap_bytes[index] + s.free_bytes[index]),
-        lifetime_peak_bytes=int(max(int(s.peak_in_use_bytes.max()), int(in_use.max()))),
+        lifetime_peak_bytes=int(s.peak_in_use_bytes[int(np.argmax(s.file_order))]),
     )
 
 

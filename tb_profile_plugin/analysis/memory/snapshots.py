@@ -5,7 +5,8 @@ TensorFlow's BFC allocators record a TraceMe on a host thread for every allocati
 right after it (xprof_reference.md §3.5 "Memory profile"):
 
     stat                 column               meaning
-    allocator_name       memory_id            which allocator (else device_ordinal/index_on_host)
+    allocator_name       memory_id            which allocator: the last written of allocator_name,
+                                              device_ordinal, index_on_host
     bytes_reserved       stack_bytes          stack reserved
     bytes_allocated      heap_bytes           heap allocated
     bytes_available      free_bytes           free in the allocator
@@ -216,26 +217,52 @@ def _ops_from_running_modules(parent: np.ndarray, table: EventTable, events: np.
     texts.extend(distinct)
 
 
+#: The stats that name an event's allocator (its memory id).
+_MEMORY_ID_STATS = ("allocator_name", "device_ordinal", "index_on_host")
+
+
 def _memory_ids(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Allocator of each event: `allocator_name`, else the device ordinal or index on host."""
-    codes, names = table.str_stat_codes("allocator_name")
-    picked = codes[events].copy()
-    names = list(names)
-    for stat in ("device_ordinal", "index_on_host"):
-        missing = picked < 0
-        if not missing.any():
-            break
-        values = table.int_stat(stat)[events]  # -1 where absent
-        has = missing & (values >= 0)
-        for value in np.unique(values[has]).tolist():
-            text = str(value)
-            if text not in names:
-                names.append(text)
-            picked[has & (values == value)] = names.index(text)
+    """Allocator of each event: of `allocator_name`, `device_ordinal` and `index_on_host`,
+    the one the event writes last, as the reference reads them (xprof 2.24.2 walks an
+    event's stats in order, each overwriting the memory id): events of two devices that
+    share an allocator name and write their ordinal after it are two allocators, never one
+    whose peak mixes both devices' buffers. Events that name none share the memory id ""."""
+    name_codes, texts = table.str_stat_codes(_MEMORY_ID_STATS[0])
+    names = list(texts)
+    picked = np.full(len(events), -1, np.int64)
+    written_at = np.full(len(events), -1, np.int64)  # the winning stat's position
+    for stat in _MEMORY_ID_STATS:
+        at = _stat_positions(table, events, stat)
+        if stat == _MEMORY_ID_STATS[0]:
+            codes = name_codes[events].astype(np.int64)
+        else:
+            values = table.int_stat(stat)[events]  # -1 where absent
+            codes = np.full(len(events), -1, np.int64)
+            for value in np.unique(values[at >= 0]).tolist():  # distinct ordinals, not events
+                if str(value) not in names:
+                    names.append(str(value))
+                codes[(at >= 0) & (values == value)] = names.index(str(value))
+        wins = (codes >= 0) & (at > written_at)
+        picked[wins] = codes[wins]
+        written_at[wins] = at[wins]
     if (picked < 0).any():
         names.append("")  # events that name no allocator share one unnamed memory id
         picked[picked < 0] = len(names) - 1
-    return picked, names
+    used, picked = np.unique(picked, return_inverse=True)  # names no event kept dropped
+    return picked.ravel(), [names[k] for k in used.tolist()]
+
+
+def _stat_positions(table: EventTable, events: np.ndarray, stat_name: str) -> np.ndarray:
+    """Per event of `events`: the position of its (last) `stat_name` among its line's stats,
+    which keep each event's stats in the file's order; -1 where it has none."""
+    positions = np.full(len(table), -1, np.int64)
+    for k, (plane, line) in enumerate(table.lines):  # per line, not per event
+        stat_id = plane.stat_metadata.id_of(stat_name)
+        if stat_id is None:
+            continue
+        sel = line.stats.rows_with(stat_id)
+        positions[int(table.line_bounds[k]) + line.stats.row[sel]] = sel  # later rows win
+    return positions[events]
 
 
 def _allocator(memory_id: str, columns: dict, picked: np.ndarray) -> AllocatorSnapshots:

@@ -25,8 +25,10 @@ one of `TENSOR_CORE_PATTERNS` (NVIDIA's list, which predates Hopper) or matches 
 `MATRIX_CORE_PATTERNS`: the Hopper libraries' names (cuBLAS `nvjet_*`, `xmma` kernels on tensor
 types, `wgmma`/`gmma`, CUTLASS `tensorop`; the reference misses these), an AMD
 MFMA instruction tile `_MI<m>x<n>x<k>` (Tensile `Cijk_…_MI16x16x16…`), a composable-kernel
-flash-attention kernel (`ck_tile::…Fmha…`), or XLA's GEMM fusion (`gemm_fusion_dot…`, which
-the reference flags too). An op is eligible when one of its kernels uses them, or:
+flash-attention GEMM kernel (`ck_tile::FmhaFwdKernel`, `ck_tile::FmhaBwdDQDKDVKernel`; not
+its `FmhaBwdOGradDotO` reduction or `FmhaBwdConvertQGrad` conversion), or XLA's GEMM fusion
+(`gemm_fusion_dot…`, which the reference flags too). An op is eligible when one of its kernels
+uses them, or:
 - TF: its type is a convolution / matmul kind (`ELIGIBLE_SUFFIXES`, `ELIGIBLE_PARTS`);
 - JAX: its op path ends with `dot_general` or `conv_general_dilated` (wrappers such as
   `transpose(jvp(dot_general))` included);
@@ -65,7 +67,13 @@ MATRIX_CORE_PATTERNS = (
     re.compile(r"xmma.*(?:tf32|bf16|f16|fp16|i8|s8|e4m3|e5m2)", re.IGNORECASE),
     re.compile(r"gmma|tensorop", re.IGNORECASE),
     re.compile(r"_MI\d+x\d+x\d+"),  # AMD MFMA instruction tile (Tensile, hipBLASLt)
-    re.compile(r"\bck(?:_tile)?::.*fmha", re.IGNORECASE),  # composable-kernel attention
+    # Composable-kernel attention: the kernels that run the attention's GEMMs (forward,
+    # split-KV, paged-KV, batch prefill; backward dQ/dK/dV), never its helpers, which run no
+    # matrix instruction (`FmhaBwdOGradDotOKernel`: a row reduction of dO*O;
+    # `FmhaBwdConvertQGradKernel`: a type conversion; `FmhaFwdSplitKVCombineKernel`: a
+    # reduction; `FmhaFwdAppendKVKernel`: a copy into the cache).
+    re.compile(r"\bck(?:_tile)?::(?:FmhaFwd(?:SplitKV|PagedKV)?Kernel|FmhaBwdDQDKDVKernel"
+               r"|FmhaBatchPrefill\w*Kernel)\b"),
     re.compile(r"^gemm_fusion_dot"),  # XLA's GEMM fusion (Triton): matrix units
 )
 ELIGIBLE_SUFFIXES = (

@@ -9,13 +9,17 @@ line. Each line adds IDLE = (last op end - first op start) - the
 sum of self times on that line.
 
 XLA ops that ran on host threads (XLA's CPU thunks, `hlo_op`) are host ops too, category "XLA".
+Calls of the GPU runtime (kernel launches, memsets, copies) that carry the launched op's stats
+(JAX on ROCm) are not: they are host ops of their own name, category "Runtime"
+(`_runtime_calls_with_op_stats`).
 
 Device: every event on an accelerator's real lines (GPU streams, TPU "XLA Ops"; never a
 producer-derived line) is a run of its canonical op (xspace/producers/: the TF op, the JAX
 op path, else the HLO op) and its kernel; `device_tf_ops` sums them per op (occurrences = the
 most any one kernel ran, times summed), as the overview's top ops do. Times are the device's
 own (`device_duration_ps` on TPU). IDLE per device = its span (first start to last end over
-all its streams) minus the union of its busy time; devices add up.
+all its streams) minus the union of its busy time; devices add up. TPU ops the device placed
+(`device_offset_ps`) take their device spans, as the reference: `_device_self_and_idle_ps`.
 
 An op is eager when it runs under `EagerKernelExecute` and not under `ExecutorState::Process`.
 """
@@ -37,15 +41,19 @@ from tb_profile_plugin.analysis.events.table import EventTable
 from tb_profile_plugin.analysis.steps.step_db import EventType, union_per_group
 from tb_profile_plugin.xspace.producers import (
     HLO_OP_STAT,
+    NO_DEVICE_OFFSET,
     TF_OP_STAT,
     CanonicalColumns,
     PlaneKind,
     is_accelerator_plane,
     plane_kind,
+    runtime_call_kind,
 )
 from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 IDLE = "IDLE"
+#: Category of the host rows of runtime calls (`_runtime_calls_with_op_stats`).
+RUNTIME_CATEGORY = "Runtime"
 
 
 @dataclass(frozen=True)
@@ -244,6 +252,9 @@ def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
     # (allocations inside the op): the reference counts those as zero-time runs of the op.
     op_code, op_texts = table.str_stat_codes(TF_OP_STAT)
     host_by_name = ~on_device & is_op_name[table.name_id]
+    launch = _runtime_calls_with_op_stats(table, op_code, host_by_name)
+    if launch is not None:
+        host_by_name |= launch
     tagged = np.flatnonzero((op_code >= 0) & ~on_device & ~host_by_name)
     tagged_ops: list[Op | None] = []
     for text in op_texts:  # distinct tf_op texts, not events
@@ -268,7 +279,13 @@ def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
     name_to_key = np.full(len(parsed), -1, np.int32)
     named = np.bincount(table.name_id[host_by_name], minlength=len(parsed))
     for name_id in np.flatnonzero(named).tolist():  # distinct op names, in name order
-        name_to_key[name_id] = key_of(parsed[name_id])
+        if parsed[name_id].is_op:
+            name_to_key[name_id] = key_of(parsed[name_id])
+        else:  # a runtime call carrying the op's stats: a runtime row of its own
+            call = table.names[name_id]
+            name_to_key[name_id] = key_of(Op(OpCategory.NONE, call,
+                                             runtime_call_kind(call) or ""))
+            categories_by_key[name_to_key[name_id]] = RUNTIME_CATEGORY
     code_to_key = np.full(len(op_texts), -1, np.int32)
     for c in np.unique(op_code[extra]).tolist():  # distinct tagged ops, after the names
         code_to_key[c] = key_of(tagged_ops[c])  # type: ignore[arg-type]
@@ -287,6 +304,28 @@ def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
     host = _with_xla_host_ops(table, host, ~on_device & ~is_host_op, eager)
     device, device_tf_ops, facts = _device_ops(table, on_device, eager)
     return OpMetrics(host, device, device_tf_ops, 0, 0, facts)
+
+
+def _runtime_calls_with_op_stats(table: EventTable, op_code: np.ndarray,
+                                 excluded: np.ndarray) -> np.ndarray | None:
+    """Host calls of the GPU runtime that enqueue device work (`hipModuleLaunchKernel`,
+    `cudaLaunchKernel`, `hipMemsetAsync`, ...: `producers.runtime_call_kind`) and carry the
+    op's stats (`tf_op`, `hlo_op`), as JAX's ROCm tracer writes them; None when there are none.
+
+    They are host time spent in the runtime, not runs of XLA ops: each is a host op of its
+    own name, typed by what it enqueues ("Kernel launch", "Memset", "Memcpy"), category
+    `RUNTIME_CATEGORY`, and the host table keeps its IDLE row. The reference counts the same
+    calls (as the op of their `tf_op`, "XlaModule") and the same host IDLE (jax_gpu_conv: 198
+    calls, 15,312.015 µs, IDLE 768,474.133 µs; jax_gpu_attention: 150, 3,697.277 µs and
+    7,798.408 µs).
+    """
+    launch_names = table.names_matching(lambda n: runtime_call_kind(n) is not None)
+    if not launch_names.any():
+        return None
+    is_launch = launch_names[table.name_id] & ~table.on_device & ~excluded
+    if not is_launch.any():
+        return None
+    return is_launch & ((op_code >= 0) | (table.str_stat_codes(HLO_OP_STAT)[0] >= 0))
 
 
 def _op_table_by_lines(table: EventTable, is_op: np.ndarray,
@@ -352,13 +391,62 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
         type_of_key.append(op_type or _device_kind(kernel))
         labels.append(f"{op}/{kernel}" if op and op != kernel else kernel)
     duration = canon.device_duration_ps[device_events]
-    dev_self = _direct_self_times(table, device_events, duration)
-    idle = _device_idle_ps(table, device_events, duration)
+    dev_self, idle = _device_self_and_idle_ps(table, device_events, duration)
     device = _aggregate(labels, key_of_event, duration, dev_self, eager[device_events],
                         type_of_key, type_of_key, idle if len(device_events) else None)
     per_op = _per_tf_op(device.without_idle(), op_of_key, type_of_key, key_of_event)
     facts = _op_facts(per_op.name, op_of_key, key_of_event, canon, device_events)
     return device, per_op, facts
+
+
+def _device_self_and_idle_ps(table: EventTable, events: np.ndarray,
+                             duration: np.ndarray) -> tuple[np.ndarray, int]:
+    """Self time of each of `events` (line-major) and the devices' IDLE.
+
+    Events the device placed (TPU: `device_offset_ps` and `device_duration_ps`) ran over
+    their device span, not their trace span: a `copy-done` whose trace lasts 10 us may run
+    300 us on the device while the next op's trace starts 20 us later. As the reference
+    (xprof 2.24.2, TPU op metrics): ops nest by their device spans (self time = device time
+    minus that of the ops directly inside), and a device holding such ops is IDLE for its
+    extent (first to last instant of any op's trace or device span) minus the sum of its ops'
+    self times. Measured with the reference on synthetic planes: device spans [7, 307) and
+    [27, 77) us, traces from 0 us: IDLE 7 us, self times 250 and 50 us. Other devices:
+    `_direct_self_times` and `_device_idle_ps`."""
+    offset = table.canonical.device_offset_ps[events]
+    placed = offset != NO_DEVICE_OFFSET
+    if not placed.any():
+        return (_direct_self_times(table, events, duration),
+                _device_idle_ps(table, events, duration))
+    line = table.line_index[events].astype(np.int64)
+    base_ps = np.array([(ln.timestamp_ns - table.profile.origin_ns) * 1000
+                        for _, ln in table.lines], np.int64)  # per line, not per event
+    trace_start = table.start_ps[events]
+    begin = np.where(placed, base_ps[line] + offset, trace_start)
+    end = begin + duration
+    # Nesting needs each line's events by start (longest first): device spans may reorder.
+    order = np.lexsort((-end, begin, line))
+    bounds = np.zeros(len(table.lines) + 1, np.int64)
+    np.cumsum(np.bincount(line, minlength=len(table.lines)), out=bounds[1:])
+    sorted_parent = compute_nesting(begin[order], end[order], bounds).parent.astype(np.int64)
+    parent = np.full(len(events), -1, np.int64)
+    has_parent = sorted_parent >= 0
+    parent[order[has_parent]] = order[sorted_parent[has_parent]]
+    self_time = _self_times_of(parent, duration)
+    plane = table.plane_index[events].astype(np.int64)
+    n = len(table.profile.planes)
+    placed_plane = np.zeros(n, bool)
+    placed_plane[plane[placed]] = True
+    on_placed = placed_plane[plane]
+    idle = _device_idle_ps(table, events[~on_placed], duration[~on_placed])
+    first = np.full(n, np.iinfo(np.int64).max, np.int64)
+    last = np.full(n, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(first, plane[on_placed], np.minimum(trace_start, begin)[on_placed])
+    np.maximum.at(last, plane[on_placed],
+                  np.maximum(table.end_ps[events], end)[on_placed])
+    busy = np.bincount(plane[on_placed], weights=self_time[on_placed], minlength=n)
+    p = np.flatnonzero(placed_plane)
+    idle += int(np.sum(np.maximum(last[p] - first[p] - busy[p].astype(np.int64), 0)))
+    return self_time, idle
 
 
 def _device_idle_ps(table: EventTable, events: np.ndarray, duration: np.ndarray) -> int:

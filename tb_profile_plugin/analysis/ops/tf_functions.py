@@ -11,6 +11,14 @@ may finish later). Per function name:
   graph build and a compilation.
 
 Rows are ordered by total time, most first. Several hosts (ALL_HOSTS) merge by name.
+
+`graph_execution`: whether the program's ops ran as a graph at all, in any TF version (the
+tf.function call events above are TF 2's eager calls only): host events of the graph
+executor (`ExecutorState::Process`, one per graph or function body run on the executor's
+threads, `tf_Compute`), graph function runs (`FunctionRun`), TF 1 session runs
+(`SessionRun`, `RunGraph`), and device ops in TensorFlow's `name:Type` form inside the steps
+the producer grouped (TF <= 2.4 writes the op as its `level 0` stat and groups the ops of
+each graph step). Each is one (what, count) pair of evidence.
 """
 
 from __future__ import annotations
@@ -20,8 +28,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tb_profile_plugin.analysis.events.forest import (
+    EXECUTOR_PROCESS,
+    FUNCTION_RUN,
+    LEGACY_ROOT_NAMES,
+    PRODUCER_RULE,
+    Forest,
+)
 from tb_profile_plugin.analysis.events.table import EventTable
-from tb_profile_plugin.xspace.producers import tf_function_call
+from tb_profile_plugin.xspace.producers import TF24_OP_STAT, tf_function_call
 
 
 @dataclass(frozen=True)
@@ -86,3 +101,40 @@ def merge_tf_functions(per_host: Iterable[tuple[TfFunction, ...]]) -> tuple[TfFu
         (replace(row, fraction=row.total_ps / all_ps if all_ps else 0.0)
          for row in merged.values()),
         key=lambda r: (-r.total_ps, r.function)))
+
+
+_SESSION_RUNS = LEGACY_ROOT_NAMES - {"TraceContext"}
+
+
+def graph_execution(forest: Forest) -> tuple[tuple[str, int], ...]:
+    """Evidence that ops ran as a TensorFlow graph (module docstring): (what, count) pairs,
+    only those seen; () when the profile shows no graph execution."""
+    table = forest.table
+    host = ~table.on_device
+    out = []
+    for what, names in (
+            (f"graph executor runs ({EXECUTOR_PROCESS})", {EXECUTOR_PROCESS}),
+            (f"graph function runs ({FUNCTION_RUN})", {FUNCTION_RUN}),
+            ("TF 1 session runs (" + "/".join(sorted(_SESSION_RUNS)) + ")", _SESSION_RUNS)):
+        matching = table.names_matching(lambda n, names=names: n in names)  # type: ignore[misc]
+        count = int(np.count_nonzero(matching[table.name_id] & host)) if matching.any() else 0
+        if count:
+            out.append((what, count))
+    if forest.root_rule == PRODUCER_RULE and table.on_device.any():
+        grouped = (table.on_device & (forest.group_id >= 0)
+                   & (table.str_stat_codes(TF24_OP_STAT)[0] >= 0))
+        count = int(np.count_nonzero(grouped))
+        if count:
+            out.append((f"TensorFlow ops in the producer's graph steps (TF <= 2.4 "
+                        f"'{TF24_OP_STAT}' ops under a group)", count))
+    return tuple(out)
+
+
+def merge_graph_execution(per_host: Iterable[tuple[tuple[str, int], ...]]
+                          ) -> tuple[tuple[str, int], ...]:
+    """Several hosts' graph-execution evidence, counts summed per kind."""
+    merged: dict[str, int] = {}
+    for pairs in per_host:
+        for what, count in pairs:
+            merged[what] = merged.get(what, 0) + count
+    return tuple(merged.items())

@@ -14,6 +14,11 @@ Categories from EventTypes (xprof_reference.md §3.5, overview table):
 
 Verdict, on totals over all steps (input % = input / step time): >= 20 % "highly" input-bound,
 >= 5 % "moderately", else all-others >= 3 % "potentially", else "not"; no step time: "unknown".
+Below "moderately", the statement says what bounds the step instead: transfers where
+device-to-device time (XLA's copies between memories, host offload, send/recv and the waits
+for them: analysis/steps/step_db.py) is `TRANSFER_BOUND_PERCENT` or more of the step time
+(`transfer_bound_percent`), else the host where it computes `HOST_BOUND_PERCENT` or more with
+the device idle, else the computation.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ CATEGORY_LABELS = {
 #: A device host whose host computes this share of the step or more (the device idle meanwhile:
 #: device time wins every overlap) waits on its host: `host_bound_percent`.
 HOST_BOUND_PERCENT = 50.0
+#: A device host whose device-to-device transfers (copies between memories and the waits for
+#: them) take this share of the step or more is bounded by transfers: `transfer_bound_percent`.
+TRANSFER_BOUND_PERCENT = 50.0
 HIGHLY_INPUT_BOUND_PERCENT = 20.0
 MODERATELY_INPUT_BOUND_PERCENT = 5.0
 ALL_OTHERS_POTENTIAL_PERCENT = 3.0
@@ -80,6 +88,11 @@ class Verdict:
     input_percent: float
     all_others_percent: float
     statement: str
+    #: Device-to-device share of the step time (%): transfers and the waits for them.
+    transfer_percent: float = 0.0
+    #: What bounds the step where it is not input: "transfers", "host", "computation"; ""
+    #: where input does (highly/moderately) or there are no steps.
+    bound_by: str = ""
 
 
 def host_bound_percent(steps: StepDb) -> float | None:
@@ -92,6 +105,35 @@ def host_bound_percent(steps: StepDb) -> float | None:
     return host if host >= HOST_BOUND_PERCENT else None
 
 
+def transfer_bound_percent(steps: StepDb) -> float | None:
+    """The device-to-device share of the step time (%) of a device host bounded by transfers
+    (at least `TRANSFER_BOUND_PERCENT`); None otherwise."""
+    total = float(steps.duration_ps.sum())
+    if not steps.has_device or total <= 0:
+        return None
+    transfers = 100.0 * float(category_ps(steps)["device_to_device"].sum()) / total
+    return transfers if transfers >= TRANSFER_BOUND_PERCENT else None
+
+
+def _bound(steps: StepDb) -> tuple[str, str]:
+    """(bound_by, the sentence that says so) of a step not bounded by input."""
+    transfers = transfer_bound_percent(steps)
+    if transfers is not None:
+        compute = 100.0 * float(category_ps(steps)["device_compute"].sum()) / float(
+            steps.duration_ps.sum())
+        return "transfers", (
+            f"The step is bounded by transfers: {transfers:.1f} % of the step time is device "
+            "to device (copies between memories, e.g. host offload or async copies, and the "
+            f"device waiting for them), against {compute:.1f} % device compute. Focus on the "
+            "transfers.")
+    host = host_bound_percent(steps)
+    if host is not None:
+        return "host", (
+            f"But the device waits on the host: {host:.1f} % of the step time is host "
+            "compute, with the device idle. Focus on the host's work in the step.")
+    return "computation", "Focus on the computation."
+
+
 def verdict(steps: StepDb) -> Verdict:
     total = float(steps.duration_ps.sum())
     if total <= 0:
@@ -101,6 +143,8 @@ def verdict(steps: StepDb) -> Verdict:
     cats = category_ps(steps)
     input_percent = 100.0 * float(cats["input"].sum()) / total
     others = 100.0 * float(cats["all_others"].sum()) / total
+    transfers = 100.0 * float(cats["device_to_device"].sum()) / total
+    bound_by = ""
     if input_percent >= HIGHLY_INPUT_BOUND_PERCENT:
         level, text = "highly", (
             f"The program is HIGHLY input-bound: {input_percent:.1f} % of the step time is spent "
@@ -110,19 +154,19 @@ def verdict(steps: StepDb) -> Verdict:
             f"The program is MODERATELY input-bound: {input_percent:.1f} % of the step time is "
             "spent waiting for input. Look at both the input pipeline and the computation.")
     elif others >= ALL_OTHERS_POTENTIAL_PERCENT:
+        bound_by, focus = _bound(steps)
         level, text = "potentially", (
             f"The program is POTENTIALLY input-bound: only {input_percent:.1f} % of the step "
             f"time waits for input, but {others:.1f} % is 'All others' time (outside any "
             "recorded op, e.g. Python between ops), which may hide input work.")
+        if bound_by == "transfers":
+            text += " " + focus
     else:
-        host = host_bound_percent(steps)
-        focus = ("Focus on the computation." if host is None else
-                 f"But the device waits on the host: {host:.1f} % of the step time is host "
-                 "compute, with the device idle. Focus on the host's work in the step.")
+        bound_by, focus = _bound(steps)
         level, text = "not", (
             f"The program is NOT input-bound: {input_percent:.1f} % of the step time waits for "
             f"input. {focus}")
-    return Verdict(level, input_percent, others, text)
+    return Verdict(level, input_percent, others, text, transfers, bound_by)
 
 
 def steps_json(steps: StepDb) -> list[dict[str, object]]:

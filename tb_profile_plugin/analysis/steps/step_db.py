@@ -5,7 +5,10 @@
      kernel name (`nccl*`, `rccl*`), HLO op or HLO category (`all-reduce`, `all-gather`, ...:
      xspace/producers/ `is_collective`); other kernels are 16-bit compute when their
      `shape` says `half` (or, without a shape, the name says `half`/`fp16`), else 32-bit
-     compute;
+     compute; XLA's transfer ops (TPU: `copy-start`, `send`, `recv` by HLO op) are device
+     to device and the ops waiting for them (`copy-done`, `send-done`, `recv-done`) the
+     device waiting for the device, both the "Device to device" category (breakdown.py);
+     memcpys keep their direction (H2D is input, D2H output);
    - host: explicit markers (`train*`, `test*`, `TraceContext*` without `/`) and each group's
      root, unless it is an implicit root (`FunctionRun`, `SessionRun`, `RunGraph`,
      `ExecutorState::Process`), are step markers; `Eager*Execute`/`FunctionRun` are
@@ -16,8 +19,13 @@
    With a device, only groups that also ran on the device keep their host events. Unlike the
    reference's current release, host events are merged for GPU profiles too: without them
    kernel launch and input wait could never show on a GPU profile (docs/analysis.md).
-2. Step span: the longest host marker, unless a device span (first to last device event of
-   the group) is not inside it, then the device span; CPU-only: the host marker.
+2. Step span: the longest host marker, unless the device marker is not inside it, then the
+   device marker; CPU-only: the host marker. The device marker is the longest of the group's
+   per-core spans (first to last event of the group on one device plane), as the reference
+   takes the longest device step marker: a step is one core's, never a span from one core's
+   run of the group to another's (TF <= 2.4 replicas may run a group far apart in time).
+   Every event of the group inside the step counts, so the breakdown is the slowest core's
+   (with what other cores did of the group meanwhile).
 3. Non-overlap: where events of several types overlap, the highest `EventType` wins. Time of
    type t in a step = |union of types >= t| - |union of types > t|, clipped to the step; each
    union is one vectorised sweep over all steps at once. What no event covers is UNKNOWN.
@@ -45,6 +53,8 @@ from tb_profile_plugin.xspace.producers import (
     CORRELATION_ID_STAT,
     STEP_NAME_STAT,
     is_collective,
+    is_transfer,
+    is_transfer_wait,
 )
 
 
@@ -170,6 +180,13 @@ def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.
     # (the reference's implicit step markers); our own grouping writes no stats.
     types[~on_device & (table.str_stat_codes(STEP_NAME_STAT)[0] >= 0)] = _MARKER
     if has_device:  # (the canonical columns are not needed, nor built, on CPU-only profiles)
+        # XLA's transfers run as ops of their own (TPU): device to device, and their waits
+        # the device waiting for the device; a memcpy keeps its direction (H2D stays input).
+        starts, waits = transfer_events(table)
+        computing = on_device & ((types == EventType.DEVICE_COMPUTE_16)
+                                 | (types == EventType.DEVICE_COMPUTE_32))
+        types[computing & starts] = EventType.DEVICE_TO_DEVICE
+        types[computing & waits] = EventType.DEVICE_WAIT_DEVICE
         collective = collective_events(table)
         types[on_device & collective & (types >= 0)] = EventType.DEVICE_COLLECTIVES
     if grouped_only:
@@ -183,6 +200,15 @@ def collective_events(table: EventTable) -> np.ndarray:
     by_text = np.array([is_collective(text) for text in canon.texts] + [False])
     by_name = table.names_matching(is_collective)[table.name_id]
     return by_name | by_text[canon.hlo_op] | by_text[canon.op_type]
+
+
+def transfer_events(table: EventTable) -> tuple[np.ndarray, np.ndarray]:
+    """Per event: (starts a transfer, waits for one) by its HLO op (producers/
+    `is_transfer`, `is_transfer_wait`: copy-start/-done, send/recv and their dones)."""
+    canon = table.canonical
+    starts = np.array([is_transfer(text) for text in canon.texts] + [False])
+    waits = np.array([is_transfer_wait(text) for text in canon.texts] + [False])
+    return starts[canon.hlo_op], waits[canon.hlo_op]
 
 
 def union_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray,
@@ -264,11 +290,9 @@ def build_step_db(
     host_begin[groups[markers[first]]] = start[markers[first]]
     host_end[groups[markers[first]]] = end[markers[first]]
 
-    device_events = np.flatnonzero(on_device & (groups >= 0) & (types >= 0))
-    dev_begin = np.full(g_count, np.iinfo(np.int64).max, np.int64)
-    dev_end = np.full(g_count, -1, np.int64)
-    np.minimum.at(dev_begin, groups[device_events], start[device_events])
-    np.maximum.at(dev_end, groups[device_events], end[device_events])
+    dev_begin, dev_end = _longest_core_spans(
+        np.flatnonzero(on_device & (groups >= 0) & (types >= 0)), groups, table.plane_index,
+        start, end, g_count)
     has_dev_span = dev_end >= 0
 
     if has_device:
@@ -283,6 +307,37 @@ def build_step_db(
     return step_db_from_spans(
         StepSpans(begin, finish, valid, forest.step_num), types, groups, start, end, has_device,
         parent=forest.nesting.parent)
+
+
+def _longest_core_spans(device_events: np.ndarray, groups: np.ndarray, plane: np.ndarray,
+                        start: np.ndarray, end: np.ndarray, g_count: int
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, the device marker: the longest of its cores' own spans (first to last event
+    of the group on one device plane; ties: the earlier), as the reference takes the longest
+    device step marker. (begin, end) per group; end -1 where the group ran on no device.
+
+    Never one span across cores: cores may run the same group far apart in time (TF <= 2.4
+    replicas), and a span from one core's run to another's would be mostly a gap."""
+    dev_begin = np.full(g_count, np.iinfo(np.int64).max, np.int64)
+    dev_end = np.full(g_count, -1, np.int64)
+    if len(device_events) == 0:
+        return dev_begin, dev_end
+    ev_group = groups[device_events].astype(np.int64)
+    ev_plane = plane[device_events].astype(np.int64)
+    num_planes = int(ev_plane.max()) + 1
+    keys, key_of = np.unique(ev_group * num_planes + ev_plane, return_inverse=True)
+    begin = np.full(len(keys), np.iinfo(np.int64).max, np.int64)
+    finish = np.full(len(keys), -1, np.int64)
+    np.minimum.at(begin, key_of, start[device_events])
+    np.maximum.at(finish, key_of, end[device_events])
+    key_group = keys // num_planes  # keys are sorted, so by group too
+    order = np.lexsort((begin, begin - finish, key_group))
+    first = np.ones(len(order), bool)
+    first[1:] = key_group[order][1:] != key_group[order][:-1]
+    best = order[first]
+    dev_begin[key_group[best]] = begin[best]
+    dev_end[key_group[best]] = finish[best]
+    return dev_begin, dev_end
 
 
 def _instant_spans_in_parts(types: np.ndarray, groups: np.ndarray, start: np.ndarray,

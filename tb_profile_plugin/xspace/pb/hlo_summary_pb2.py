@@ -25,23 +25,31 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-tb_profile_plugin/xspace/pb/hlo_summary.proto\x12\ntb_profile\":\n\x08HloProto\x12.\n\nhlo_module\x18\x01 \x01(\x0b\x32\x1a.tb_profile.HloModuleProto\"\x81\x01\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\t\x12\x35\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32\x1f.tb_profile.HloComputationProto\x12\n\n\x02id\x18\x05 \x01(\x03\"\x85\x01\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x35\n\x0cinstructions\x18\x02 \x03(\x0b\x32\x1f.tb_profile.HloInstructionProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x1d\n\x15is_fusion_computation\x18\x07 \x01(\x08\"\xf6\x01\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06opcode\x18\x02 \x01(\t\x12%\n\x05shape\x18\x03 \x01(\x0b\x32\x16.tb_profile.ShapeProto\x12(\n\x08metadata\x18\x07 \x01(\x0b\x32\x16.tb_profile.OpMetadata\x12\x13\n\x0b\x66usion_kind\x18\x0b \x01(\t\x12\x1a\n\x12\x63ustom_call_target\x18\x1c \x01(\t\x12\n\n\x02id\x18# \x01(\x03\x12\x13\n\x0boperand_ids\x18$ \x03(\x03\x12\x1e\n\x16\x63\x61lled_computation_ids\x18& \x03(\x03\"d\n\nShapeProto\x12\x14\n\x0c\x65lement_type\x18\x02 \x01(\x05\x12\x12\n\ndimensions\x18\x03 \x03(\x03\x12,\n\x0ctuple_shapes\x18\x04 \x03(\x0b\x32\x16.tb_profile.ShapeProto\"X\n\nOpMetadata\x12\x0f\n\x07op_type\x18\x01 \x01(\t\x12\x0f\n\x07op_name\x18\x02 \x01(\t\x12\x13\n\x0bsource_file\x18\x03 \x01(\t\x12\x13\n\x0bsource_line\x18\x04 \x01(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-tb_profile_plugin/xspace/pb/hlo_summary.proto\x12\ntb_profile\":\n\x08HloProto\x12.\n\nhlo_module\x18\x01 \x01(\x0b\x32\x1a.tb_profile.HloModuleProto\"\xb1\x01\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\t\x12\x35\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32\x1f.tb_profile.HloComputationProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12.\n\x08schedule\x18\x07 \x01(\x0b\x32\x1c.tb_profile.HloScheduleProto\"\xe6\x01\n\x10HloScheduleProto\x12>\n\tsequences\x18\x01 \x03(\x0b\x32+.tb_profile.HloScheduleProto.SequencesEntry\x1a.\n\x13InstructionSequence\x12\x17\n\x0finstruction_ids\x18\x01 \x03(\x03\x1a\x62\n\x0eSequencesEntry\x12\x0b\n\x03key\x18\x01 \x01(\x03\x12?\n\x05value\x18\x02 \x01(\x0b\x32\x30.tb_profile.HloScheduleProto.InstructionSequence:\x02\x38\x01\"\x85\x01\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x35\n\x0cinstructions\x18\x02 \x03(\x0b\x32\x1f.tb_profile.HloInstructionProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x1d\n\x15is_fusion_computation\x18\x07 \x01(\x08\"\xf6\x01\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06opcode\x18\x02 \x01(\t\x12%\n\x05shape\x18\x03 \x01(\x0b\x32\x16.tb_profile.ShapeProto\x12(\n\x08metadata\x18\x07 \x01(\x0b\x32\x16.tb_profile.OpMetadata\x12\x13\n\x0b\x66usion_kind\x18\x0b \x01(\t\x12\x1a\n\x12\x63ustom_call_target\x18\x1c \x01(\t\x12\n\n\x02id\x18# \x01(\x03\x12\x13\n\x0boperand_ids\x18$ \x03(\x03\x12\x1e\n\x16\x63\x61lled_computation_ids\x18& \x03(\x03\"d\n\nShapeProto\x12\x14\n\x0c\x65lement_type\x18\x02 \x01(\x05\x12\x12\n\ndimensions\x18\x03 \x03(\x03\x12,\n\x0ctuple_shapes\x18\x04 \x03(\x0b\x32\x16.tb_profile.ShapeProto\"X\n\nOpMetadata\x12\x0f\n\x07op_type\x18\x01 \x01(\t\x12\x0f\n\x07op_name\x18\x02 \x01(\t\x12\x13\n\x0bsource_file\x18\x03 \x01(\t\x12\x13\n\x0bsource_line\x18\x04 \x01(\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tb_profile_plugin.xspace.pb.hlo_summary_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_HLOSCHEDULEPROTO_SEQUENCESENTRY']._loaded_options = None
+  _globals['_HLOSCHEDULEPROTO_SEQUENCESENTRY']._serialized_options = b'8\001'
   _globals['_HLOPROTO']._serialized_start=61
   _globals['_HLOPROTO']._serialized_end=119
   _globals['_HLOMODULEPROTO']._serialized_start=122
-  _globals['_HLOMODULEPROTO']._serialized_end=251
-  _globals['_HLOCOMPUTATIONPROTO']._serialized_start=254
-  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=387
-  _globals['_HLOINSTRUCTIONPROTO']._serialized_start=390
-  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=636
-  _globals['_SHAPEPROTO']._serialized_start=638
-  _globals['_SHAPEPROTO']._serialized_end=738
-  _globals['_OPMETADATA']._serialized_start=740
-  _globals['_OPMETADATA']._serialized_end=828
+  _globals['_HLOMODULEPROTO']._serialized_end=299
+  _globals['_HLOSCHEDULEPROTO']._serialized_start=302
+  _globals['_HLOSCHEDULEPROTO']._serialized_end=532
+  _globals['_HLOSCHEDULEPROTO_INSTRUCTIONSEQUENCE']._serialized_start=386
+  _globals['_HLOSCHEDULEPROTO_INSTRUCTIONSEQUENCE']._serialized_end=432
+  _globals['_HLOSCHEDULEPROTO_SEQUENCESENTRY']._serialized_start=434
+  _globals['_HLOSCHEDULEPROTO_SEQUENCESENTRY']._serialized_end=532
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_start=535
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=668
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_start=671
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=917
+  _globals['_SHAPEPROTO']._serialized_start=919
+  _globals['_SHAPEPROTO']._serialized_end=1019
+  _globals['_OPMETADATA']._serialized_start=1021
+  _globals['_OPMETADATA']._serialized_end=1109
 # @@protoc_insertion_point(module_scope)

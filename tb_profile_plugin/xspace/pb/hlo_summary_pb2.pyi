@@ -14,16 +14,36 @@ class HloProto(_message.Message):
     def __init__(self, hlo_module: _Optional[_Union[HloModuleProto, _Mapping]] = ...) -> None: ...
 
 class HloModuleProto(_message.Message):
-    __slots__ = ("name", "entry_computation_name", "computations", "id")
+    __slots__ = ("name", "entry_computation_name", "computations", "id", "schedule")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ENTRY_COMPUTATION_NAME_FIELD_NUMBER: _ClassVar[int]
     COMPUTATIONS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     name: str
     entry_computation_name: str
     computations: _containers.RepeatedCompositeFieldContainer[HloComputationProto]
     id: int
-    def __init__(self, name: _Optional[str] = ..., entry_computation_name: _Optional[str] = ..., computations: _Optional[_Iterable[_Union[HloComputationProto, _Mapping]]] = ..., id: _Optional[int] = ...) -> None: ...
+    schedule: HloScheduleProto
+    def __init__(self, name: _Optional[str] = ..., entry_computation_name: _Optional[str] = ..., computations: _Optional[_Iterable[_Union[HloComputationProto, _Mapping]]] = ..., id: _Optional[int] = ..., schedule: _Optional[_Union[HloScheduleProto, _Mapping]] = ...) -> None: ...
+
+class HloScheduleProto(_message.Message):
+    __slots__ = ("sequences",)
+    class InstructionSequence(_message.Message):
+        __slots__ = ("instruction_ids",)
+        INSTRUCTION_IDS_FIELD_NUMBER: _ClassVar[int]
+        instruction_ids: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, instruction_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    class SequencesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: HloScheduleProto.InstructionSequence
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[_Union[HloScheduleProto.InstructionSequence, _Mapping]] = ...) -> None: ...
+    SEQUENCES_FIELD_NUMBER: _ClassVar[int]
+    sequences: _containers.MessageMap[int, HloScheduleProto.InstructionSequence]
+    def __init__(self, sequences: _Optional[_Mapping[int, HloScheduleProto.InstructionSequence]] = ...) -> None: ...
 
 class HloComputationProto(_message.Message):
     __slots__ = ("name", "instructions", "id", "is_fusion_computation")

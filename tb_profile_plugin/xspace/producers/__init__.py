@@ -11,6 +11,7 @@ the names it defines, never a producer's stat names spelled on their own.
 | `kinds`       | plane kinds (host, GPU, TPU, ...) and line kinds (thread, stream, ...)    |
 | `text_codes`  | stat values as shared text codes; one line's stats by name                |
 | `columns`     | canonical columns of every analysed event (op, HLO op, module, kernel)    |
+| `event_names` | the names the trace shows events by (TPU: the ops' display names)         |
 | `framework`   | the framework that wrote a profile (TensorFlow, Keras, JAX)               |
 | `programs`    | XLA module names, host dispatch, tf.function calls, collectives           |
 
@@ -20,10 +21,15 @@ Every public name is re-exported here: `from tb_profile_plugin.xspace.producers 
 from __future__ import annotations
 
 from tb_profile_plugin.xspace.producers.columns import (
+    NO_DEVICE_OFFSET,
     CanonicalColumns,
     canonical_columns,
     hlo_kind,
     split_framework_op,
+)
+from tb_profile_plugin.xspace.producers.event_names import (
+    shows_display_names,
+    trace_event_names,
 )
 from tb_profile_plugin.xspace.producers.framework import (
     Framework,
@@ -68,13 +74,18 @@ from tb_profile_plugin.xspace.producers.programs import (
     dispatched_module,
     host_execution_module,
     is_collective,
+    is_kernel_launch,
+    is_transfer,
+    is_transfer_wait,
     module_display_name,
     running_module,
+    runtime_call_kind,
     tf_function_call,
 )
 from tb_profile_plugin.xspace.producers.text_codes import TextIndex, str_codes
 
 __all__ = [
+    "NO_DEVICE_OFFSET",
     "BYTES_ACCESSED_STAT",
     "CORRELATION_ID_STAT",
     "DEVICE_DURATION_PS_STAT",
@@ -109,6 +120,9 @@ __all__ = [
     "in_derived_id_range",
     "is_accelerator_plane",
     "is_collective",
+    "is_kernel_launch",
+    "is_transfer",
+    "is_transfer_wait",
     "kind_of",
     "launches_from_untied_threads",
     "line_kind",
@@ -117,7 +131,10 @@ __all__ = [
     "plane_kind",
     "python_function_label",
     "running_module",
+    "runtime_call_kind",
+    "shows_display_names",
     "split_framework_op",
     "str_codes",
     "tf_function_call",
+    "trace_event_names",
 ]

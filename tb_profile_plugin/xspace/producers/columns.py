@@ -16,11 +16,21 @@ producer wrote, on the event or on its event metadata (the event's own stat wins
 
 An op named by a path without a type (JAX) is typed by the path's last component
 (`jit(f)/jvp()/dot_general` -> `dot_general`), as the reference types it. Where no framework
-op exists the op is named by its HLO op and typed by the HLO op's kind (`fusion.3` -> `fusion`).
-TPU ops are typed by their `hlo_category`. The "kernel" of an event is its event name, except
+op exists the op is named `<module>/<HLO op>` (`jit_f/fusion.3`: HLO op names repeat across
+modules; on TPU's XLA Ops lines, and without a module, the HLO op alone) and typed by the HLO
+op's kind (`fusion.3` -> `fusion`).
+A `tf_op` that is no TensorFlow `name:Type` (TPU: the JAX op path with an empty type,
+`jit(f)/add:`) is read as the reference reads it (`split_jax_op`): named by the path, typed
+by its last component. Other TPU ops are typed by their `hlo_category` (the reference:
+"Unknown"). The "kernel" of an event is its event name, except
 on TPU XLA Ops lines where the metadata name is the whole HLO instruction text and the
 `display_name` (or the HLO op) is used instead. `flops` and `bytes_accessed` (TPU metadata)
 come along where written.
+
+Device time on TPU: where an event carries both `device_offset_ps` and `device_duration_ps`,
+the op ran on the device for `device_duration_ps` from `device_offset_ps` (counted from its
+line's timestamp, as `offset_ps` is), not over its trace span: `device_offset_ps` is kept
+(`NO_DEVICE_OFFSET` elsewhere) and the op analysis places the op there (analysis/ops/).
 """
 
 from __future__ import annotations
@@ -30,12 +40,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_profile_plugin.xspace.hlo_modules import LOW_PRECISION_BITS, HloInstructions
+from tb_profile_plugin.xspace.hlo_modules import (
+    COMMAND_BUFFER_PREFIX,
+    LOW_PRECISION_BITS,
+    HloInstructions,
+)
 from tb_profile_plugin.xspace.model import Line, Plane
 from tb_profile_plugin.xspace.producers.kinds import LineKind, PlaneKind, kind_of, plane_kind
 from tb_profile_plugin.xspace.producers.names import (
     BYTES_ACCESSED_STAT,
+    CORRELATION_ID_STAT,
     DEVICE_DURATION_PS_STAT,
+    DEVICE_OFFSET_PS_STAT,
     FLOPS_STAT,
     HLO_CATEGORY_STAT,
     HLO_MODULE_STAT,
@@ -59,6 +75,7 @@ class CanonicalColumns:
     module: np.ndarray  # int32: XLA module / program
     kernel: np.ndarray  # int32: the event's own name (TPU: the HLO op, not its text)
     device_duration_ps: np.ndarray  # int64: the device's own time for the op
+    device_offset_ps: np.ndarray  # int64: TPU: where it ran, from its line's timestamp
     flops: np.ndarray  # float64, NaN where not written
     bytes_accessed: np.ndarray  # float64, NaN where not written
     framework_typed: np.ndarray  # bool: the producer wrote "name:Type" (a TensorFlow op)
@@ -73,6 +90,9 @@ class CanonicalColumns:
         name = self.text(op_code)
         return f"{name}:{self.text(type_code)}" if name and type_code >= 0 else name
 
+
+#: `device_offset_ps` of an event that has none (or no `device_duration_ps` beside it).
+NO_DEVICE_OFFSET = np.iinfo(np.int64).min
 
 #: The op name JAX's GPU runtime writes into every kernel's `tf_op`: not an op.
 _JAX_MODULE_PLACEHOLDER = "XlaModule"
@@ -93,6 +113,33 @@ def split_framework_op(text: str) -> tuple[str, str]:
     if name == _JAX_MODULE_PLACEHOLDER and not op_type:
         return "", ""
     return name, op_type
+
+
+#: The reference's JAX op type: lower case, with arguments in brackets (`transpose[...]`).
+_JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?")
+_INTEGER_SUFFIX = re.compile(r"_[+-]?\d+$")
+
+
+def split_jax_op(text: str) -> tuple[str, str]:
+    """A `tf_op` that is no TensorFlow `name:Type`, read as the reference reads it (xprof
+    2.24.2, `ParseTfOpFullname`): (name, type), type "" where it gives none.
+
+    Split at the first `:`. Without one: (text, ""). An empty type is derived from the
+    name: its last `/` component without an `_<integer>` suffix. A type of the JAX form
+    (`[a-z_][a-z0-9_]*`, arguments in brackets) loses its arguments; an empty one keeps the
+    derived type whatever its form; any other type names no op type (text, "").
+    XLA on TPU writes the JAX op path with an empty type (`jit(f)/jvp(g)/mul:` -> `jit(f)/
+    jvp(g)/mul`, type `mul`; `jit(f)/transpose[permutation=(1, 0)]:` -> type `transpose`).
+    """
+    name, sep, written = text.partition(":")
+    if not sep:
+        return text, ""
+    op_type = written or _INTEGER_SUFFIX.sub("", name.rsplit("/", 1)[-1])
+    if _JAX_OP_TYPE.fullmatch(op_type):
+        return name, op_type.split("[", 1)[0]
+    if not written:
+        return name, op_type
+    return text, ""
 
 
 def hlo_kind(hlo_op: str) -> str:
@@ -120,7 +167,7 @@ def canonical_columns(lines: list[tuple[Plane, Line]],
         at += n
     return CanonicalColumns(
         out["op_name"], out["op_type"], out["hlo_op"], out["module"], out["kernel"],
-        out["device_duration_ps"], out["flops"], out["bytes_accessed"],
+        out["device_duration_ps"], out["device_offset_ps"], out["flops"], out["bytes_accessed"],
         out["framework_typed"], out["low_precision"], index.texts,
     )
 
@@ -131,6 +178,7 @@ def canonical_columns(lines: list[tuple[Plane, Line]],
 _CANONICAL: dict[str, tuple[type, object]] = {
     "op_name": (np.int32, -1), "op_type": (np.int32, -1), "hlo_op": (np.int32, -1),
     "module": (np.int32, -1), "kernel": (np.int32, -1), "device_duration_ps": (np.int64, 0),
+    "device_offset_ps": (np.int64, NO_DEVICE_OFFSET),
     "flops": (np.float64, np.nan), "bytes_accessed": (np.float64, np.nan),
     "framework_typed": (np.bool_, False), "low_precision": (np.bool_, False),
 }
@@ -173,6 +221,23 @@ def _hlo_kinds(hlo: np.ndarray, index: TextIndex) -> np.ndarray:
     return kinds[hlo]
 
 
+def _module_hlo_ops(module: np.ndarray, hlo: np.ndarray, index: TextIndex) -> np.ndarray:
+    """Per event: the code of `<module>/<HLO op>` (`jit_subtract/loop_convert_fusion`), the
+    op of a kernel no framework op names; its HLO op alone where it names no module, -1
+    where it has no HLO op. HLO op names repeat across modules: keyed by the HLO op alone,
+    two jitted functions' `loop_convert_fusion` kernels would be one op."""
+    out = hlo.astype(np.int64, copy=True)
+    both = np.flatnonzero((hlo >= 0) & (module >= 0))
+    if len(both) == 0:
+        return out
+    texts = index.texts
+    pairs, inverse = unique_rows(np.stack([module[both], hlo[both]], axis=1))
+    codes = np.array([index.code(f"{texts[m]}/{texts[h]}")  # distinct (module, HLO op)
+                      for m, h in pairs.tolist()], np.int64)
+    out[both] = codes[inverse.ravel()]
+    return out
+
+
 def _line_columns(plane: Plane, line: Line, index: TextIndex,
                   hlo_ops: HloInstructions | None = None) -> dict[str, np.ndarray]:
     if plane_kind(plane.name) == PlaneKind.HOST:
@@ -190,13 +255,20 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex,
     if len(present):  # one parse per distinct text, not per event
         name_of = np.full(len(texts) + 1, -1, np.int64)
         type_of = np.full(len(texts) + 1, -1, np.int64)
+        jax_type_of = np.full(len(texts) + 1, -1, np.int64)
         for code in present.tolist():
             name, op_t = split_framework_op(texts[code])
+            if name and not op_t:  # a JAX op path (TPU: `jit(f)/add:`), as the reference
+                name, jax_t = split_jax_op(texts[code])
+                jax_type_of[code] = index.code(jax_t) if jax_t else -1
             name_of[code] = index.code(name) if name else -1
             type_of[code] = index.code(op_t) if op_t else -1
         op_name = name_of[framework]
         op_type = type_of[framework]
+        jax_type = jax_type_of[framework]
     framework_typed = op_type >= 0
+    if len(present):
+        op_type = np.where(framework_typed, op_type, jax_type)
     jax_name = stats.text(JAX_OP_NAME_STAT, index)
     hlo = stats.text(HLO_OP_STAT, index)
     kernel = stats.metadata_names(index, display=xla_line)
@@ -207,6 +279,8 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex,
     low_precision = np.zeros(stats.n, bool)
     if hlo_ops is not None and len(hlo_ops):
         from_hlo = _from_hlo(hlo_ops, index, kernel, hlo, program, module)
+        _add_library_calls_in_graphs(from_hlo, hlo_ops, index, stats, line, kernel, hlo,
+                                     program, module)
         # The instruction's own op wins over `name`, which may hold only its scope
         # (`jit(f)` for a fusion XLA made of `jit(f)/tanh`), as the reference reads it.
         jax_name = np.where(from_hlo.op_name >= 0, from_hlo.op_name, jax_name)
@@ -217,18 +291,24 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex,
     untyped = (op_type < 0) & (op_name >= 0)
     if untyped.any():  # a JAX op path is typed by its last component, as the reference does
         op_type[untyped] = _path_leaves(op_name[untyped], index)
-    op_name = np.where(op_name >= 0, op_name, hlo)
+    module = np.where(module >= 0, module, program)
+    op_name = np.where(op_name >= 0, op_name,
+                       hlo if xla_line else _module_hlo_ops(module, hlo, index))
     missing = (op_type < 0) & (hlo >= 0)
     if missing.any():
         op_type[missing] = _hlo_kinds(hlo[missing], index)
-    module = np.where(module >= 0, module, program)
     device_ps = stats.number(DEVICE_DURATION_PS_STAT)
     duration = line.events.duration_ps
     device_duration = np.where(np.isnan(device_ps), duration,
                                np.nan_to_num(device_ps)).astype(np.int64)
+    offset_ps = stats.number(DEVICE_OFFSET_PS_STAT) if xla_line else device_ps[:0]
+    placed = ~np.isnan(offset_ps) & ~np.isnan(device_ps) if len(offset_ps) else None
     return {
         "op_name": op_name, "op_type": op_type, "hlo_op": hlo, "module": module,
         "kernel": kernel, "device_duration_ps": device_duration,
+        **({"device_offset_ps": np.where(placed, np.nan_to_num(offset_ps).astype(np.int64),
+                                         NO_DEVICE_OFFSET)}
+           if placed is not None and placed.any() else {}),
         "framework_typed": framework_typed, "low_precision": low_precision,
         "flops": stats.number(FLOPS_STAT), "bytes_accessed": stats.number(BYTES_ACCESSED_STAT),
     }
@@ -265,3 +345,43 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
         hlo_of[k] = index.code(ins.name)
         low_of[k] = ins.low_precision
     return _FromHlo(op_of[inverse], hlo_of[inverse], low_of[inverse])
+
+
+
+def _add_library_calls_in_graphs(from_hlo: _FromHlo, hlo_ops: HloInstructions,
+                                 index: TextIndex, stats: LineStats, line: Line,
+                                 kernel: np.ndarray, hlo: np.ndarray, program: np.ndarray,
+                                 module: np.ndarray) -> None:
+    """Into `from_hlo`: the cuBLAS custom-call of each library kernel replayed inside a CUDA
+    graph (`hlo_op` = `command_buffer_N`), where the replay pairs with its module's schedule
+    (`HloInstructions.library_calls_in_graph`). One replay: the kernels of one graph launch
+    (one `correlation_id`) on this line, in the order they started; replays that ran the same
+    kernels are paired once."""
+    texts = index.texts
+    buffers = [code for code in np.unique(hlo[hlo >= 0]).tolist()
+               if texts[code].startswith(COMMAND_BUFFER_PREFIX)]
+    if not buffers:
+        return
+    which = np.where(program >= 0, program, module)
+    correlation = stats.number(CORRELATION_ID_STAT)
+    rows = np.flatnonzero(np.isin(hlo, buffers) & (which >= 0) & ~np.isnan(correlation))
+    if len(rows) == 0:
+        return
+    keys = np.stack([which[rows], hlo[rows], correlation[rows].astype(np.int64)], axis=1)
+    order = np.lexsort((line.events.start_ps[rows], keys[:, 2], keys[:, 1], keys[:, 0]))
+    rows, keys = rows[order], keys[order]
+    starts = np.flatnonzero(np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)])
+    paired: dict[tuple[int, ...], list[tuple[int, int, int, bool]]] = {}
+    for replay in np.split(rows, starts[1:]):
+        key = (int(which[replay[0]]), *kernel[replay].tolist())
+        if key not in paired:  # one pairing per distinct replay, not per replay
+            calls = hlo_ops.library_calls_in_graph(
+                texts[key[0]], [texts[k] if k >= 0 else "" for k in key[1:]])
+            paired[key] = [(k, index.code(ins.op_name) if ins.op_name else -1,
+                            index.code(ins.name), ins.low_precision)
+                           for k, ins in enumerate(calls) if ins is not None]
+        for k, op, name, low in paired[key]:
+            event = int(replay[k])
+            from_hlo.op_name[event] = op
+            from_hlo.hlo_op[event] = name
+            from_hlo.low_precision[event] = low

@@ -20,6 +20,8 @@ read back modulo 2**32. TPU planes name their XLA lines with small ids (2, 3, 4,
 | GPU stream (`Stream #N(...)`), other device | STREAM        | yes (device)                |
 | "XLA Ops" with a small id (TPU)             | XLA_OPS       | yes (device: the op source) |
 | "XLA Modules" (any id)                      | XLA_MODULES   | no: program executions      |
+| TPU `_counters_` (hardware counter samples) | COUNTERS      | no: samples, not ops        |
+| TPU "Tensor Core" (zero-length markers)     | MARKERS       | no: markers, not ops        |
 | "Steps" in the derived range                | STEPS         | no: the producer's steps    |
 | other derived lines (TF Ops, Name Scope,    | DERIVED       | no: they repeat real events |
 | derived XLA Ops, Launch Stats, Async XLA    |               |                             |
@@ -33,7 +35,9 @@ import enum
 from tb_profile_plugin.xspace.model import Line, Plane
 from tb_profile_plugin.xspace.producers.names import (
     STEPS_NAME,
+    TPU_COUNTER_LINE_NAMES,
     TPU_DERIVED_LINE_NAMES,
+    TPU_MARKER_LINE_NAMES,
     XLA_MODULES_NAME,
     XLA_OPS_NAME,
 )
@@ -80,6 +84,8 @@ class LineKind(enum.Enum):
     XLA_MODULES = "xla_modules"
     STEPS = "steps"
     DERIVED = "derived"
+    COUNTERS = "counters"
+    MARKERS = "markers"
 
     @property
     def holds_events(self) -> bool:
@@ -115,6 +121,10 @@ def line_kind(plane_name: str, line_id: int, line_name: str) -> LineKind:
         return LineKind.THREAD
     if line_name == XLA_OPS_NAME:
         return LineKind.XLA_OPS
+    if kind == PlaneKind.TPU and line_name in TPU_COUNTER_LINE_NAMES:
+        return LineKind.COUNTERS  # a real Pallas capture: "Scalar ALU" 66.6 % of device time
+    if kind == PlaneKind.TPU and line_name in TPU_MARKER_LINE_NAMES:
+        return LineKind.MARKERS
     if line_name in TPU_DERIVED_LINE_NAMES or (derived_id and line_name in DERIVED_LINE_NAMES):
         return LineKind.DERIVED
     if line_name == STEPS_NAME:

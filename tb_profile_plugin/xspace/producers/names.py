@@ -27,6 +27,8 @@ PROGRAM_ID_STAT = "program_id"
 HLO_CATEGORY_STAT = "hlo_category"
 #: XLA on TPU: the device's own time of an op.
 DEVICE_DURATION_PS_STAT = "device_duration_ps"
+#: XLA on TPU: where the op ran on the device (from its line's timestamp, as `offset_ps`).
+DEVICE_OFFSET_PS_STAT = "device_offset_ps"
 #: XLA on TPU (metadata): the op's FLOPs and bytes accessed.
 FLOPS_STAT = "flops"
 BYTES_ACCESSED_STAT = "bytes_accessed"
@@ -44,8 +46,8 @@ JAX_VERSION_STATS = ("jax_version", "jaxlib_version")
 #: Every stat name the producers modules define (the names no other module spells).
 STAT_NAMES = (
     TF_OP_STAT, TF24_OP_STAT, JAX_OP_NAME_STAT, HLO_OP_STAT, HLO_MODULE_STAT, PROGRAM_ID_STAT,
-    HLO_CATEGORY_STAT, DEVICE_DURATION_PS_STAT, FLOPS_STAT, BYTES_ACCESSED_STAT,
-    KERNEL_DETAILS_STAT, CORRELATION_ID_STAT, GROUP_ID_STAT, STEP_NAME_STAT,
+    HLO_CATEGORY_STAT, DEVICE_DURATION_PS_STAT, DEVICE_OFFSET_PS_STAT, FLOPS_STAT,
+    BYTES_ACCESSED_STAT, KERNEL_DETAILS_STAT, CORRELATION_ID_STAT, GROUP_ID_STAT, STEP_NAME_STAT,
     *JAX_VERSION_STATS,
 )
 
@@ -57,3 +59,7 @@ XLA_MODULES_NAME = "XLA Modules"
 STEPS_NAME = "Steps"
 #: Names TPU planes give their own (non-op) lines, whatever their id.
 TPU_DERIVED_LINE_NAMES = frozenset({"Async XLA Ops", "XLA TraceMe", "Overlay"})
+#: TPU lines that are no ops: the hardware counters' samples (`_counters_`: events named
+#: "Scalar ALU", "Vector Load" ... with durations) and zero-length markers ("Tensor Core").
+TPU_COUNTER_LINE_NAMES = frozenset({"_counters_"})
+TPU_MARKER_LINE_NAMES = frozenset({"Tensor Core"})

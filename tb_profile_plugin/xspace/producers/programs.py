@@ -13,6 +13,13 @@
 |                        |                          | `all-gather`, `reduce-scatter`,       |
 |                        |                          | `all-to-all`, `collective-permute`... |
 |                        | NCCL / RCCL kernels      | `nccl…`, `rccl…` kernel names         |
+| transfer, its wait     | XLA (TPU: ops of their   | HLO op `copy-start`, `send`, `recv`;  |
+|                        | own on XLA Ops)          | `copy-done`, `send-done`, `recv-done` |
+| a kernel launch (host) | CUDA runtime / driver,   | `cudaLaunchKernel`, `cuLaunchKernel`, |
+|                        | HIP                      | `hipModuleLaunchKernel`,              |
+|                        |                          | `hipExtModuleLaunchKernel`, ... (JAX  |
+|                        |                          | on ROCm: the op's stats on the call); |
+|                        |                          | `hipMemsetAsync`, `cudaMemcpyAsync`...|
 """
 
 from __future__ import annotations
@@ -25,6 +32,32 @@ _JAX_DISPATCH = re.compile(r"^PjitFunction\((.+)\)$")
 _COLLECTIVE_HLO = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                    "ragged-all-to-all", "collective-permute", "collective-broadcast")
 _COLLECTIVE_KERNEL = ("nccl", "rccl")
+#: Runtime and driver API calls that launch a kernel or a graph of kernels.
+_KERNEL_LAUNCH = re.compile(
+    r"^(?:cuda|cu|hip|hipExt)(?:Module)?Launch(?:Kernel|CooperativeKernel"
+    r"(?:MultiDevice)?|KernelMultiGpu|KernelGGL)(?:Ex(?:C)?)?(?:_v\d+|_ptsz)*$"
+    r"|^(?:cuda|cu|hip)GraphLaunch(?:_v\d+|_ptsz)*$"
+    r"|^hipExtModuleLaunchKernel$|^hipExtLaunchKernel(?:GGL)?$|^hipHccModuleLaunchKernel$")
+#: Runtime and driver API calls that enqueue a memset or a copy on a device stream.
+_ENQUEUE = re.compile(r"^(?:cuda|cu|hip)(Memset|Memcpy)\w*$")
+KERNEL_LAUNCH_CALL = "Kernel launch"
+
+
+def is_kernel_launch(event_name: str) -> bool:
+    """Whether a host event is a runtime call that launches kernels (`hipModuleLaunchKernel`,
+    `cudaLaunchKernel`, `cuLaunchKernel`, `cudaGraphLaunch`, ...)."""
+    return bool(_KERNEL_LAUNCH.match(event_name))
+
+
+def runtime_call_kind(event_name: str) -> str | None:
+    """What a host call of the GPU runtime enqueues on a device: `KERNEL_LAUNCH_CALL`,
+    "Memset" (`hipMemsetAsync`, `cudaMemsetAsync`, ...) or "Memcpy" (`hipMemcpyDtoDAsync`,
+    `cuMemcpyHtoDAsync`, ...); None for any other event. Such a call is time in the runtime,
+    never an op of the program, whatever op stats the tracer copies onto it."""
+    if _KERNEL_LAUNCH.match(event_name):
+        return KERNEL_LAUNCH_CALL
+    match = _ENQUEUE.match(event_name)
+    return match.group(1) if match else None
 
 
 def module_display_name(text: str) -> str:
@@ -57,6 +90,24 @@ def is_collective(text: str) -> bool:
     """An HLO op, HLO category or kernel name of a collective (all-reduce, NCCL, ...)."""
     lowered = text.lower()
     return lowered.startswith(_COLLECTIVE_HLO) or lowered.startswith(_COLLECTIVE_KERNEL)
+
+
+#: XLA's transfers between memories or devices (async copies, host offload, send/recv) and the
+#: ops that wait for them, by HLO op (`copy-done.2`); XLA on TPU runs them as ops of its own.
+_TRANSFER_HLO = re.compile(r"^(?:copy-start|send|recv)(?:\.\d+)*$")
+_TRANSFER_WAIT_HLO = re.compile(r"^(?:copy-done|send-done|recv-done)(?:\.\d+)*$")
+
+
+def is_transfer(hlo_op: str) -> bool:
+    """An HLO op that starts a transfer between memories or devices (`copy-start`, `send`,
+    `recv`: async copies, host offload, point-to-point)."""
+    return bool(_TRANSFER_HLO.match(hlo_op.lower()))
+
+
+def is_transfer_wait(hlo_op: str) -> bool:
+    """An HLO op that waits for a transfer to finish (`copy-done`, `send-done`,
+    `recv-done`)."""
+    return bool(_TRANSFER_WAIT_HLO.match(hlo_op.lower()))
 
 
 _HOST_EXECUTION_SUFFIX = ":XLA GPU module"

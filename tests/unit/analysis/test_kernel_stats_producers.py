@@ -106,7 +106,7 @@ def test_jax_kernels_on_amd_take_their_op_from_the_canonical_columns() -> None:
     s.kernel("loop_add_fusion", 20 * US, 3 * US, 13, details=rocm_kernel_details(),
              hlo_op="loop_add_fusion", name="jit(matmul)/add", **jax)
     s.kernel("copy_1", 30 * US, 1 * US, 14, details=rocm_kernel_details(), hlo_op="copy.1",
-             **jax)  # no `name`: the op is the HLO op
+             **jax)  # no `name`: the op is the module's HLO op
     s.kernel(MFMA, 40 * US, 2 * US, 15, details=rocm_kernel_details(group_bytes=65536),
              hlo_op="custom-call.7", name=Ref("jit(matmul)/bmm"), **jax)
     doc = _doc(b)
@@ -118,7 +118,7 @@ def test_jax_kernels_on_amd_take_their_op_from_the_canonical_columns() -> None:
          12.0, 32768),
         ("loop_add_fusion", "jit(matmul)/add", "loop_add_fusion", False, False, 1, 3.0, 0),
         (MFMA, "jit(matmul)/bmm", "custom-call.7", True, True, 1, 2.0, 65536),
-        ("copy_1", "copy.1", "copy.1", False, False, 1, 1.0, 0),
+        ("copy_1", "jit_matmul/copy.1", "copy.1", False, False, 1, 1.0, 0),
     ]
     assert doc["rows"][0]["grid_dim"] == [304, 1, 1] and doc["rows"][0]["block_dim"] == [256, 1, 1]
     header, rows = registry.VIEWS["kernel_stats"].tables["rows"](doc)
