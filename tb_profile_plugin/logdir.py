@@ -12,7 +12,9 @@ run; request text is never joined onto a path, so nothing outside the logdir is 
 Symbolic links: the walk does not descend into linked directories, and a linked session
 directory or host file is listed only when it resolves inside the logdir (checked again when a
 host file is opened), unless `TB_PROFILE_FOLLOW_LINKS=1` (`fs.follow_links`), which follows
-every link (loops are detected). Host files are read only if regular (fs.read_bytes).
+every link (loops are detected). Host files are read only if regular (fs.read_bytes). The
+links a walk left out are counted (`LogDir.links_left_out`, `links_message`), so a logdir of
+linked runs says why it looks empty instead of "no profiles".
 
 Scans: a walk is reused for `RESCAN_AFTER_S`; while one thread walks, others are answered from
 the last walk instead of waiting. An unknown run name triggers a rescan at most
@@ -103,6 +105,7 @@ class LogDir:
         self._lock = threading.Lock()
         self._scanned = threading.Condition(self._lock)
         self._runs: dict[str, Run] = {}
+        self._links_left_out = 0  # of the last walk (links_left_out)
         self._scanned_at = float("-inf")  # when the last walk started (monotonic s)
         self._scan_duration_s = 0.0
         self._scanning = False
@@ -110,6 +113,14 @@ class LogDir:
         self._tokens_at = time.monotonic()
         #: Walks done (tests read it).
         self.scan_count = 0
+
+    def links_left_out(self) -> int:
+        """Symbolic links leading outside the logdir that the last walk left out: linked
+        directories not descended into, linked sessions and linked host files (0 when
+        TB_PROFILE_FOLLOW_LINKS=1 or the logdir is remote)."""
+        self._scan(force=False)
+        with self._lock:
+            return self._links_left_out
 
     def runs(self) -> list[Run]:
         """Runs that hold at least one host file, newest session first."""
@@ -194,12 +205,16 @@ class LogDir:
             self._scanning = True
         started = time.monotonic()
         runs: dict[str, Run] | None = None
+        links = 0
         try:
-            runs = {run.name: run for run in _find_runs(self.root)}
+            found = _find_runs(self.root)
+            runs = {run.name: run for run in found}
+            links = getattr(found, "links_left_out", 0)
         finally:
             with self._lock:
                 if runs is not None:
                     self._runs = runs
+                    self._links_left_out = links
                     self._scanned_at = started
                     self._scan_duration_s = time.monotonic() - started
                     self.scan_count += 1
@@ -208,9 +223,16 @@ class LogDir:
         return runs
 
 
-def _find_runs(root: str) -> list[Run]:
-    """Walk the logdir once; every `plugins/profile/<session>/` is a run."""
-    runs: list[Run] = []
+class FoundRuns(list[Run]):
+    """The runs of one walk, and how many links leading outside the logdir it left out."""
+
+    links_left_out: int = 0
+
+
+def _find_runs(root: str) -> FoundRuns:
+    """Walk the logdir once; every `plugins/profile/<session>/` is a run. Counts the links
+    leading outside the logdir that are left out (`FoundRuns.links_left_out`)."""
+    runs = FoundRuns()
     if not root or not fs.isdir(root):
         return runs
     remote = fs.is_remote(root)
@@ -225,6 +247,10 @@ def _find_runs(root: str) -> list[Run]:
                 continue
             seen.add(real)
         if _parts(directory)[-2:] != list(PLUGIN_SUBDIR):
+            if root_real:  # linked directories leading out: os.walk does not descend
+                runs.links_left_out += sum(
+                    1 for d in subdirs if os.path.islink(os.path.join(directory, d))
+                    and not fs.inside(os.path.join(directory, d), root_real))
             continue
         subdirs_here = list(subdirs)
         subdirs[:] = []  # sessions are leaves: do not descend into them again
@@ -232,9 +258,11 @@ def _find_runs(root: str) -> list[Run]:
         for session in sorted(subdirs_here):
             session_dir = fs.join(directory, session)
             if root_real and not fs.inside(session_dir, root_real):
-                continue  # a linked session directory leading outside the logdir
+                runs.links_left_out += 1  # a linked session directory leading outside
+                continue
             name = session if tb_run in ("", ".") else f"{tb_run}/{session}"
             hosts, outside = _hosts_and_outside_links(session_dir, root_real)
+            runs.links_left_out += outside
             runs.append(Run(name=name, directory=session_dir, hosts=hosts, root_real=root_real,
                             outside_links=outside))
     return runs
@@ -286,3 +314,13 @@ def _relative(root: str, path: str) -> str:
     if fs.is_remote(root):
         return posixpath.relpath(path.rstrip("/"), root.rstrip("/"))
     return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def links_message(count: int) -> str | None:
+    """What the empty run list says about `count` links left out (None when none)."""
+    if count <= 0:
+        return None
+    what = "symbolic link leads" if count == 1 else "symbolic links lead"
+    return (f"{count} {what} outside the logdir and {'was' if count == 1 else 'were'} left out: "
+            f"linked runs are not followed by default. To read them, restart TensorBoard with "
+            f"{fs.FOLLOW_LINKS_ENV}=1 in its environment (README, \"Settings\").")

@@ -30,8 +30,9 @@ from tb_profile_plugin.errors import (
     NotFound,
     ProfileError,
 )
+from tb_profile_plugin.fs import FOLLOW_LINKS_ENV
 from tb_profile_plugin.json_text import json_bytes
-from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name
+from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name, links_message
 from tb_profile_plugin.tools import compare, csv_table, registry
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.store import ProfileStore, stat_profile
@@ -185,6 +186,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
     def get_plugin_apps(self) -> dict[str, Handler]:
         apps: dict[str, Handler] = {
             "/runs": _respond_errors(self._serve_runs),
+            "/links": _respond_errors(self._serve_links),
             "/run_tools": _respond_errors(self._tracked(self._serve_run_tools)),
             "/hosts": _respond_errors(self._tracked(self._serve_hosts)),
             "/data": _respond_errors(self._tracked(self._serve_data)),
@@ -206,6 +208,12 @@ class ProfilePlugin(base_plugin.TBPlugin):
 
     def _serve_runs(self, request: Request) -> Response:
         return _json(request, [run.name for run in self._logdir.runs()])
+
+    def _serve_links(self, request: Request) -> Response:
+        """Links the logdir walk left out, so an empty run list can say why (docs/api.md)."""
+        count = self._logdir.links_left_out()
+        return _json(request, {"links_left_out": count, "follow_links_env": FOLLOW_LINKS_ENV,
+                               "message": links_message(count)})
 
     def _serve_run_tools(self, request: Request) -> Response:
         run = self._logdir.run(request.args.get("run", ""))

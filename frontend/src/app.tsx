@@ -35,7 +35,7 @@ import {
   type ViewParams,
 } from "./location";
 import { COMPARE_VIEW, ComparePage, compareSelection, compareToSelection } from "./views/compare";
-import { paramsFor, rendererFor } from "./views/registry";
+import { dataParamsFor, paramsFor, rendererFor } from "./views/registry";
 import type { ViewDocument } from "./views/types";
 import { viewLabel } from "./views/view_names";
 
@@ -76,7 +76,7 @@ export function App({ store }: { store: SelectionStore }) {
 
   const doc = useJson<ViewDocument>(
     run !== null && view !== null && host !== null
-      ? routeUrl("data", { run, tag: view, host, ...params })
+      ? routeUrl("data", { run, tag: view, host, ...dataParamsFor(view, params) })
       : null,
     reload,
   );

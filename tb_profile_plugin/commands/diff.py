@@ -3,11 +3,12 @@ changed from A to B.
 
 A and B are each a logdir (its newest run), a run directory or an `.xplane.pb`. Prints the
 one-line conclusion, the average step time and each category (A, B, change in ms and %), the
-verdict before and after, the ops whose self time changed most (new and vanished ops marked)
-and both sides' diagnostics; `--json` prints the `compare` route's document (tools/compare.py
-computes both). Hosts are matched by name; two several-host runs are compared over ALL_HOSTS.
-`--fail-if-slower PCT` gates on the average step time (commands/gate.py: exit 7 slower, 8 no
-steps, one line on stderr).
+verdict before and after, the ops whose self time per step changed most (each run's self time
+divided by its own step count; new and vanished ops marked), a warning when the step counts
+differ more than twofold, and both sides' diagnostics; `--json` prints the `compare` route's
+document (tools/compare.py computes both). Hosts are matched by name; two several-host runs
+are compared over ALL_HOSTS. `--fail-if-slower PCT` gates on the average step time
+(commands/gate.py: exit 7 slower, 8 no steps, one line on stderr).
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def render(doc: dict[str, Any], style: Style) -> str:
     for label, side in (("A", a), ("B", b)):
         host = "all hosts" if side["host"] == compare.ALL_HOSTS else side["host"]
         out.append(_cut(f"{label}: {side['run']} ({host}; {side['num_steps']} steps)", WIDTH))
+    if doc.get("step_count_warning"):
+        out.extend(style(line, "yellow")
+                   for line in _wrap(doc["step_count_warning"], "    ", "  warning: "))
     out.append("")
     out.extend(style(line, "bold") for line in _wrap(doc["conclusion"], "  ", ""))
 
@@ -107,13 +111,18 @@ def render(doc: dict[str, Any], style: Style) -> str:
                    "the step time waits for input)" if level != "unknown"
                    else f"  {label}: UNKNOWN (no step time)")
 
-    out.extend(["", style("Ops whose self time changed most (whole capture)", "bold")])
+    if doc.get("op_basis") == "whole_capture":
+        title = "Ops whose self time changed most (whole capture: a run has no steps)"
+    else:
+        title = (f"Ops whose self time per step changed most (A total / {a['num_steps']}, "
+                 f"B total / {b['num_steps']} steps)")
+    out.extend(["", style(_cut(title, WIDTH), "bold")])
     out.append(f"  {'change ms':>10} {'A ms':>9} {'B ms':>9} {'B/A':>8}  op")
     for op in doc["ops"][:OPS_SHOWN]:
         ratio = op["change"] if op["ratio"] is None else f"x{op['ratio']:.2f}"
         where = "" if op["host_or_device"] == "Host" else "[device] "
-        out.append(f"  {_signed(op['delta_ms'], 3):>10} {op['a_self_time_ms']:>9.3f} "
-                   f"{op['b_self_time_ms']:>9.3f} {ratio:>8}  "
+        out.append(f"  {_signed(op['delta_ms'], 3):>10} {op['a_ms']:>9.3f} "
+                   f"{op['b_ms']:>9.3f} {ratio:>8}  "
                    f"{_middle_cut(where + op['op_name'], WIDTH - 44)}")
     if not doc["ops"]:
         out.append("  (no ops)")

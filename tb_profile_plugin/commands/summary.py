@@ -136,7 +136,10 @@ def render(doc: dict[str, Any], located: Located, style: Style) -> str:
         out.append(style(line, "dim") if row["avg"] == 0 else line)
 
     heading("Verdict")
-    level = doc["bottleneck"]["input_bound"]
+    bottleneck = doc["bottleneck"]
+    level = bottleneck.get("stated_level", bottleneck["input_bound"])  # as the page states it
+    if bottleneck.get("headline"):
+        out.append("  " + style(bottleneck["headline"], "bold"))
     out.append("  " + style(f"{level.upper()} input-bound" if level != "unknown" else "UNKNOWN",
                             *VERDICT_STYLES.get(level, ())))
     out.extend(_wrap(doc["bottleneck"]["statement"]))

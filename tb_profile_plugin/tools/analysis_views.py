@@ -26,6 +26,7 @@ from tb_profile_plugin.analysis.steps.step_db import StepDb
 from tb_profile_plugin.tools.document import Diagnostics
 from tb_profile_plugin.tools.view import RunFacts, ViewRequest
 from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.producers import is_async_start
 
 T = TypeVar("T")
 
@@ -161,17 +162,29 @@ def has_host_events(facts: RunFacts) -> bool:
 
 
 _GIGA_PER_PS = 1e3  # x per ps = 1e12 x per s = 1e3 giga-x per s
+#: Below this device time per occurrence (10 ns: a few clock cycles) an op is too short for
+#: its time to measure a rate: bytes over a near-zero time gave 997,090,492 GB/s.
+_MIN_RATE_TIME_PS = 10_000
 
 
-def fact_keys(facts: dict[str, OpFacts], name: str, time_ps: float) -> dict[str, Any]:
+def fact_keys(facts: dict[str, OpFacts], name: str, time_ps: float,
+              occurrences: int = 1) -> dict[str, Any]:
     """What the XLA side says of a device op: its HLO ops and module, and where the profile
-    has FLOP and byte counts, the achieved rates over `time_ps` (beyond the reference)."""
+    has FLOP and byte counts, the achieved rates over `time_ps` (beyond the reference). A rate
+    is None (shown "—") where it cannot be measured: the op's HLO ops are all async starts
+    (`copy-start`: the issue, not the transfer), or its time per occurrence is under
+    `_MIN_RATE_TIME_PS`."""
     found = facts.get(name)
     if found is None:
         return {}
     keys: dict[str, Any] = {"hlo_op": found.hlo_ops, "module": found.module}
+    listed = [h for h in found.hlo_ops.split(", ") if h and h != "..."]
+    measurable = (time_ps >= _MIN_RATE_TIME_PS * max(occurrences, 1)
+                  and not (listed and all(is_async_start(h) for h in listed)))
     if time_ps > 0 and not math.isnan(found.flops):
-        keys["flop_rate_gflops_per_s"] = found.flops / time_ps * _GIGA_PER_PS
+        keys["flop_rate_gflops_per_s"] = (found.flops / time_ps * _GIGA_PER_PS if measurable
+                                          else None)
     if time_ps > 0 and not math.isnan(found.bytes_accessed):
-        keys["memory_bandwidth_gb_per_s"] = found.bytes_accessed / time_ps * _GIGA_PER_PS
+        keys["memory_bandwidth_gb_per_s"] = (found.bytes_accessed / time_ps * _GIGA_PER_PS
+                                             if measurable else None)
     return keys

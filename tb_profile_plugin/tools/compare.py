@@ -14,10 +14,17 @@ Document (docs/api.md, "compare"): tool, version, a and b (run, host, hosts, num
 step_time_ms {avg, stddev, min, max}, input_percent, bottleneck, categories_ms {9 averages},
 steps), diagnostics (each side's, prefixed "A: "/"B: "), step_time_ms {a, b, delta,
 delta_percent}, categories (per category: category, label, a_ms, b_ms, delta_ms,
-delta_percent, a_percent, b_percent), most_changed_category, ops (the OP_LIMIT ops whose
-self time changed most: host_or_device, op_type, op_name, a_self_time_ms, b_self_time_ms,
-delta_ms, ratio, change "changed"|"new"|"vanished", a_occurrences, b_occurrences),
-num_changed_ops, num_new_ops, num_vanished_ops, conclusion.
+delta_percent, a_percent, b_percent), most_changed_category, op_basis ("per_step" or
+"whole_capture"), step_count_warning (a sentence or null), ops (the OP_LIMIT ops whose time
+changed most: host_or_device, op_type, op_name, a_ms, b_ms, delta_ms, ratio on op_basis,
+a_self_time_ms, b_self_time_ms over the whole capture, change "changed"|"new"|"vanished",
+a_occurrences, b_occurrences), num_changed_ops, num_new_ops, num_vanished_ops, conclusion.
+
+Ops are compared per step: each side's self time over the capture divided by that side's
+step count, so a 127-step capture does not look slower than a 6-step one because it ran
+longer. When either side has no steps the ops are compared over the whole capture
+(op_basis "whole_capture"). Step counts that differ more than STEP_COUNT_RATIO times get
+step_count_warning: per-step averages of so different captures may still not compare.
 """
 
 from __future__ import annotations
@@ -39,6 +46,8 @@ VERSION = 1
 OP_LIMIT = 20
 #: A category whose average changed by less than this is "unchanged" in the conclusion.
 UNCHANGED_MS = 0.05
+#: Step counts further apart than this factor get `step_count_warning`.
+STEP_COUNT_RATIO = 2.0
 #: How the conclusion names each category.
 _PHRASES = {
     "device_compute": "device compute", "device_to_device": "device-to-device time",
@@ -141,28 +150,52 @@ def _categories(doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[dict[str, 
     return rows
 
 
-def op_changes(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]
-               ) -> list[dict[str, Any]]:
-    """Every op of either side (by host/device and name), largest change of self time first."""
+def op_changes(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]],
+               steps_a: int = 0, steps_b: int = 0) -> list[dict[str, Any]]:
+    """Every op of either side (by host/device and name), largest change first.
+
+    a_ms / b_ms are each side's self time divided by its step count when both sides have
+    steps (`op_basis` "per_step"), else the whole capture's self time; a_self_time_ms /
+    b_self_time_ms are always the whole capture's."""
     def by_key(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
         return {(r["host_or_device"], r["op_name"]): r for r in rows}
 
+    per_step = op_basis(steps_a, steps_b) == "per_step"
+    div_a, div_b = (steps_a, steps_b) if per_step else (1, 1)
     a, b = by_key(rows_a), by_key(rows_b)
     changes = []
     for key in a.keys() | b.keys():
         ra, rb = a.get(key), b.get(key)
-        a_ms = ra["total_self_time_us"] / 1e3 if ra else 0.0
-        b_ms = rb["total_self_time_us"] / 1e3 if rb else 0.0
+        a_total = ra["total_self_time_us"] / 1e3 if ra else 0.0
+        b_total = rb["total_self_time_us"] / 1e3 if rb else 0.0
+        a_ms, b_ms = a_total / div_a, b_total / div_b
         changes.append({
             "host_or_device": key[0], "op_type": (rb or ra or {}).get("op_type", ""),
-            "op_name": key[1], "a_self_time_ms": a_ms, "b_self_time_ms": b_ms,
+            "op_name": key[1], "a_ms": a_ms, "b_ms": b_ms,
             "delta_ms": b_ms - a_ms, "ratio": b_ms / a_ms if ra and rb and a_ms else None,
+            "a_self_time_ms": a_total, "b_self_time_ms": b_total,
             "change": "new" if ra is None else "vanished" if rb is None else "changed",
             "a_occurrences": ra["occurrences"] if ra else 0,
             "b_occurrences": rb["occurrences"] if rb else 0,
         })
     changes.sort(key=lambda c: (-abs(c["delta_ms"]), c["host_or_device"], c["op_name"]))
     return changes
+
+
+def op_basis(steps_a: int, steps_b: int) -> str:
+    """How `op_changes` compares: "per_step" when both sides have steps, else "whole_capture"."""
+    return "per_step" if steps_a > 0 and steps_b > 0 else "whole_capture"
+
+
+def step_count_warning(steps_a: int, steps_b: int) -> str | None:
+    """A sentence when one side has more than STEP_COUNT_RATIO times the other's steps."""
+    low, high = sorted((steps_a, steps_b))
+    if low == 0 or high <= STEP_COUNT_RATIO * low:
+        return None
+    return (f"A has {steps_a} steps and B {steps_b} ({high / low:.1f}\u00d7 as many): ops are "
+            "compared per step (each run's self time divided by its own step count), but "
+            "captures this different may not do the same work per step (warm-up, evaluation, "
+            "checkpoints); capture similar step counts to compare like with like")
 
 
 def jitted_changes(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]
@@ -242,7 +275,8 @@ def compare(
     (doc_a, ops_a), (doc_b, ops_b) = docs
     sum_a, sum_b = _summary(a, host_a, doc_a), _summary(b, host_b, doc_b)
     categories = _categories(doc_a, doc_b)
-    changes = op_changes(ops_a["rows"], ops_b["rows"])
+    steps_a, steps_b = sum_a["num_steps"], sum_b["num_steps"]
+    changes = op_changes(ops_a["rows"], ops_b["rows"], steps_a, steps_b)
     diagnostics: dict[str, list[str]] = {"errors": [], "warnings": [], "info": []}
     if (host_a == ALL_HOSTS) != (host_b == ALL_HOSTS):
         diagnostics["info"].append(
@@ -258,6 +292,8 @@ def compare(
                          "delta_percent": _relative_percent(avg_a, avg_b)},
         "categories": categories,
         "most_changed_category": most_changed(categories),
+        "op_basis": op_basis(steps_a, steps_b),
+        "step_count_warning": step_count_warning(steps_a, steps_b),
         "ops": changes[:OP_LIMIT],
         "num_changed_ops": sum(c["change"] == "changed" for c in changes),
         "num_new_ops": sum(c["change"] == "new" for c in changes),

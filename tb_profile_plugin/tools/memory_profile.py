@@ -1,8 +1,13 @@
 """memory_profile view: an allocator's memory over the profile, its peak, and what made it up.
 
 Parameters (all optional): `memory_id` (an allocator, default the first of `memory_ids`),
-`start_time_ms` / `end_time_ms` (the timeline's range, ms from the profile's start; the
-summary and breakdown always cover the whole profile). The timeline has at most
+`start_time_ms` / `end_time_ms` (the timeline's range, ms on the host's shown clock; the
+summary and breakdown always cover the whole profile). Times count from the host's earliest
+event, as the trace viewer's do (analysis/hosts/clock.py `time_zero_ps`), and `step` is the
+overview's step number of the step holding the snapshot's time (`overview_step_at`; null
+outside every step); `step_id` stays the event's group, the reference's step id.
+`time_zero_ps`: the shown zero in ps after `Profile.origin_ns` (the earliest line timestamp,
+from which the reference's memory profile counts on TF 2.21's host planes). The timeline has at most
 MAX_TIMELINE_POINTS points (analysis/memory/timeline.py): a zoomed range with fewer
 snapshots gets every one of them.
 
@@ -18,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tb_profile_plugin.analysis.hosts.clock import overview_step_at, time_zero_ps
 from tb_profile_plugin.analysis.memory.peak import MemoryPeak, breakdown, find_peak
 from tb_profile_plugin.analysis.memory.snapshots import (
     AllocatorSnapshots,
@@ -32,7 +38,7 @@ from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.view import Table, View, ViewRequest, float_param
 
 NAME = "memory_profile"
-VERSION = 1
+VERSION = 2
 PS_PER_MS = 1e9
 
 NO_ALLOCATOR_EVENTS = (
@@ -58,24 +64,29 @@ def build(request: ViewRequest) -> dict[str, Any]:
     memory_id = _memory_id(request.params, snapshots)
     allocator = snapshots.allocators[memory_id]
     peak = find_peak(allocator)
-    start_ps, end_ps = _time_range(request.params)
+    clock = _Clock(time_zero_ps(profile))
+    start_ps, end_ps = _time_range(request.params, clock.zero_ps)
     sample = sample_timeline(
         allocator.in_use_bytes, in_range(allocator.time_ps, start_ps, end_ps), peak.index
     )
     rows, unattributed = breakdown(allocator, peak)
     _explain(diagnostics, allocator, peak, sample.sampled, len(sample.indices),
              sample.num_in_range, unattributed)
-    timeline = [_snapshot_json(allocator, int(i)) for i in sample.indices]
+    shown = np.append(sample.indices, peak.index)
+    steps = overview_step_at(profile, allocator.time_ps[shown])
+    timeline = [_snapshot_json(allocator, int(i), clock, int(step))
+                for i, step in zip(sample.indices.tolist(), steps[:-1].tolist(), strict=True)]
     peak_position = np.flatnonzero(sample.indices == peak.index)
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
         memory_ids=memory_ids,
         memory_id=memory_id,
-        summary=_summary(allocator, peak),
-        full_timespan_ms=[_ms(allocator.time_ps[0]), _ms(allocator.time_ps[-1])],
+        time_zero_ps=clock.zero_ps,
+        summary=_summary(allocator, peak, clock, int(steps[-1])),
+        full_timespan_ms=[clock.ms(allocator.time_ps[0]), clock.ms(allocator.time_ps[-1])],
         timeline_range_ms=[
-            _ms(start_ps) if start_ps is not None else _ms(allocator.time_ps[0]),
-            _ms(end_ps) if end_ps is not None else _ms(allocator.time_ps[-1]),
+            clock.ms(start_ps) if start_ps is not None else clock.ms(allocator.time_ps[0]),
+            clock.ms(end_ps) if end_ps is not None else clock.ms(allocator.time_ps[-1]),
         ],
         timeline_total_points=sample.num_in_range,
         timeline_sampled=sample.sampled,
@@ -104,9 +115,23 @@ def _memory_id(params: Mapping[str, str], snapshots: MemorySnapshots) -> str:
     return wanted
 
 
-def _time_range(params: Mapping[str, str]) -> tuple[int | None, int | None]:
-    """The timeline range in ps from `start_time_ms`/`end_time_ms` (either may be absent)."""
-    start, end = (None if ms is None else round(ms * PS_PER_MS)
+class _Clock:
+    """The host's shown clock (analysis/hosts/clock.py): ps from `Profile.origin_ns` to shown ms."""
+
+    def __init__(self, zero_ps: int) -> None:
+        self.zero_ps = zero_ps
+
+    def ps(self, time_ps: int | np.integer) -> int:
+        return int(time_ps) - self.zero_ps
+
+    def ms(self, time_ps: int | np.integer) -> float:
+        return self.ps(time_ps) / PS_PER_MS
+
+
+def _time_range(params: Mapping[str, str], zero_ps: int = 0) -> tuple[int | None, int | None]:
+    """The timeline range in ps from `Profile.origin_ns`, from `start_time_ms`/`end_time_ms`
+    (shown ms, counted from `zero_ps`; either may be absent)."""
+    start, end = (None if ms is None else round(ms * PS_PER_MS) + zero_ps
                   for ms in (float_param(params, "start_time_ms"),
                              float_param(params, "end_time_ms")))
     if start is not None and end is not None and start > end:
@@ -115,15 +140,16 @@ def _time_range(params: Mapping[str, str]) -> tuple[int | None, int | None]:
     return start, end
 
 
-def _ms(time_ps: int | np.integer) -> float:
-    return int(time_ps) / PS_PER_MS
-
-
 def _percent(fraction: float) -> float | None:
     return None if math.isnan(fraction) else fraction * 100.0
 
 
-def _summary(allocator: AllocatorSnapshots, peak: MemoryPeak) -> dict[str, Any]:
+def _step(step: int) -> int | None:
+    return step if step >= 0 else None
+
+
+def _summary(allocator: AllocatorSnapshots, peak: MemoryPeak, clock: _Clock,
+             step: int) -> dict[str, Any]:
     num_allocations = int(allocator.is_allocation.sum())
     return {
         "num_allocations": num_allocations,
@@ -131,22 +157,23 @@ def _summary(allocator: AllocatorSnapshots, peak: MemoryPeak) -> dict[str, Any]:
         "memory_capacity_bytes": peak.capacity_bytes,
         "peak_heap_usage_lifetime_bytes": peak.lifetime_peak_bytes,
         "peak": {
-            "time_ms": _ms(peak.time_ps),
-            "time_ps": peak.time_ps,
+            "time_ms": clock.ms(peak.time_ps),
+            "time_ps": clock.ps(peak.time_ps),
             "stack_bytes": peak.stack_bytes,
             "heap_bytes": peak.heap_bytes,
             "free_bytes": peak.free_bytes,
             "in_use_bytes": peak.in_use_bytes,
             "fragmentation_percent": _percent(peak.fragmentation),
             "step_id": peak.step_id,
+            "step": _step(step),
         },
     }
 
 
-def _snapshot_json(s: AllocatorSnapshots, i: int) -> dict[str, Any]:
+def _snapshot_json(s: AllocatorSnapshots, i: int, clock: _Clock, step: int) -> dict[str, Any]:
     return {
         "index": i,
-        "time_ms": _ms(s.time_ps[i]),
+        "time_ms": clock.ms(s.time_ps[i]),
         "stack_bytes": int(s.stack_bytes[i]),
         "heap_bytes": int(s.heap_bytes[i]),
         "free_bytes": int(s.free_bytes[i]),
@@ -157,6 +184,7 @@ def _snapshot_json(s: AllocatorSnapshots, i: int) -> dict[str, Any]:
         "address": int(s.address[i]),
         "tf_op": s.text(int(s.op[i])),
         "step_id": int(s.step_id[i]),
+        "step": _step(step),
         "region_type": s.text(int(s.region_type[i])),
         "data_type": data_type_name(int(s.data_type[i])),
         "tensor_shape": s.text(int(s.shape[i])),
@@ -200,7 +228,7 @@ def breakdown_table(doc: dict[str, Any]) -> Table:
 def timeline_table(doc: dict[str, Any]) -> Table:
     header = ["time_ms", "event", "stack_bytes", "heap_bytes", "free_bytes",
               "fragmentation_percent", "requested_bytes", "allocation_bytes", "tf_op",
-              "step_id", "region_type", "data_type", "tensor_shape"]
+              "step", "step_id", "region_type", "data_type", "tensor_shape"]
     return header, [[row[k] for k in header] for row in doc["timeline"]]
 
 

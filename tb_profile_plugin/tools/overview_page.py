@@ -25,6 +25,7 @@ import numpy as np
 from tb_profile_plugin.analysis.advice.recommendations import advice_for
 from tb_profile_plugin.analysis.advice.verdict_basis import (
     TfDataVerdict,
+    bottleneck_json,
     overview_basis,
     steps_verdict,
     tf_data_verdict,
@@ -72,7 +73,8 @@ def top_ops(table: OpTable, limit: int = TOP_OPS,
             "occurrences": int(ops.occurrences[i]),
             "self_time_ms": float(ops.self_ps[i]) / 1e9,
             "self_time_fraction": share, "cumulative_time_fraction": cumulative,
-            **(fact_keys(facts, ops.name[i], float(ops.total_ps[i])) if facts else {}),
+            **(fact_keys(facts, ops.name[i], float(ops.total_ps[i]), int(ops.occurrences[i]))
+               if facts else {}),
         })
     return rows
 
@@ -127,7 +129,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         },
         input_percent=v.input_percent,
         all_others_percent=v.all_others_percent,
-        bottleneck={"input_bound": v.input_bound, "statement": v.statement},
+        bottleneck=bottleneck_json(v),
         **_verdict_basis(v, len(steps), analysis.has_tf_data, tf_data),
         device_compute_precision={
             "percent_16bit": 100.0 * analysis.ops.compute_16bit_ps / precision_total

@@ -76,7 +76,7 @@ def side_rows(
         if tensor_core is not None:
             row["gpu_tensor_core_utilization"] = tensor_core.get(ops.name[i], 0.0)
         if facts:
-            row.update(fact_keys(facts, ops.name[i], float(ops.total_ps[i])))
+            row.update(fact_keys(facts, ops.name[i], float(ops.total_ps[i]), occurrences))
         rows.append(row)
     return rows
 

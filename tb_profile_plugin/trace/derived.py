@@ -4,13 +4,20 @@ A raw GPU capture holds only stream lines (one per CUDA/HIP stream). Like the re
 viewer, the trace shows above them, from the canonical columns (xspace/producers/) and never
 from a producer's raw stats:
 
-* **Steps**: one event per step, from the first to the last device event of that step. The
-  step of a device event is its `group_id` stat when the file has one, else the group the
-  event forest (analysis/events/forest.py: host step roots reach kernels through `correlation_id`)
-  gives it; the event is named by the step number. A profile without step markers whose steps
-  are the executions of its jitted step function (analysis/steps/execution_steps.py, the overview's
-  rule "executions") has those steps: a device event belongs to the step whose span (one
-  execution's start to the next's) holds its start, numbered as the overview numbers them.
+* **Steps**: one event per step of the overview's step table, spanning the step as the
+  overview counts it (issue 29: the device-busy span of a JAX step was 4 ms where the
+  overview's step was 38.9 ms): the host analysis' step database of this GPU plane
+  (analysis/steps/profile_steps.py `core_steps`, else the host's `steps`), `begin_ps` to
+  `begin_ps + duration_ps`, named by its `step_num`. The overview drops the first and last of
+  more than five steps as partial; so does this track.
+* **Steps: device busy**: per step, the first to the last device event of that step (the
+  part of the step the device worked in). The step of a device event is its `group_id` stat
+  when the file has one, else the group the event forest (analysis/events/forest.py: host step
+  roots reach kernels through `correlation_id`) gives it; the event is named by the step
+  number. A profile without step markers whose steps are the executions of its jitted step
+  function (analysis/steps/execution_steps.py, the overview's rule "executions") has those
+  steps: a device event belongs to the step whose span (one execution's start to the next's)
+  holds its start, numbered as the overview numbers them.
 * **XLA Modules**: one event per execution of an XLA program, named by its canonical module.
   The executions are analysis/steps/xla_executions.py's (the same the jitted-functions table and
   the execution steps count): delimited by `run_id`, else by the host-side call that launched
@@ -61,12 +68,14 @@ import numpy as np
 from tb_profile_plugin.analysis.events.profile_cache import profile_forest
 from tb_profile_plugin.analysis.events.table import EventTable, build_event_table
 from tb_profile_plugin.analysis.steps.execution_steps import dominant_module, step_of, step_spans
+from tb_profile_plugin.analysis.steps.profile_steps import profile_steps
 from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import GROUP_ID_STAT, CanonicalColumns
 from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 STEPS = "Steps"
+STEP_BUSY = "Steps: device busy"
 TF_OPS = "TensorFlow Ops"
 FRAMEWORK_OPS = "Framework Ops"
 XLA_MODULES = "XLA Modules"
@@ -99,12 +108,15 @@ def derive_tracks(profile: Profile, plane_index: int,
     if len(table) == 0:
         return []
     tracks = []
-    if STEPS not in skip:
-        steps = _steps(profile, plane_index, table)
-        if steps is not None:
-            tracks.append(steps)
-    canon = table.canonical
     by_time = np.lexsort((np.arange(len(table)), table.start_ps))
+    if STEPS not in skip:
+        overview = _overview_steps(profile, plane_index, table, by_time)
+        if overview is not None:
+            tracks.append(overview)
+        busy = _steps(profile, plane_index, table)
+        if busy is not None:
+            tracks.append(busy)
+    canon = table.canonical
     group = table.int_stat(GROUP_ID_STAT)
     execution = _plane_executions(profile, plane_index)
     framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
@@ -190,6 +202,26 @@ def _idle_cuts(table: EventTable, order: np.ndarray, new_run: np.ndarray) -> np.
         new_run[1:] |= cut
 
 
+def _overview_steps(profile: Profile, plane_index: int, table: EventTable,
+                    by_time: np.ndarray) -> DerivedTrack | None:
+    """The overview's steps of this GPU plane (module docstring, "Steps"); None without."""
+    analysis = profile_steps(profile)
+    name = profile.planes[plane_index].name
+    steps = dict(analysis.core_steps).get(name, analysis.steps)
+    if len(steps) == 0 or len(by_time) == 0:
+        return None
+    begin = steps.begin_ps.astype(np.int64)
+    end = begin + steps.duration_ps.astype(np.int64)
+    # Details: the plane's first event starting in the step (else the last before its end).
+    starts = table.start_ps[by_time]
+    at = np.searchsorted(starts, begin, "left")
+    before_end = np.searchsorted(starts, end, "left") - 1
+    pick = np.where(at < np.maximum(before_end + 1, 0), at, np.maximum(before_end, 0))
+    source = by_time[np.minimum(pick, len(by_time) - 1)]
+    texts = [str(int(v)) for v in steps.step_num.tolist()]
+    return DerivedTrack(STEPS, begin, end, np.arange(len(texts)), texts, source, table)
+
+
 def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrack | None:
     group = table.int_stat(GROUP_ID_STAT)
     step_num: np.ndarray | None = None  # per forest group; None: name steps by group_id
@@ -209,7 +241,7 @@ def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrac
     start, end, keys, first = _spans(table, group, order)
     labels = keys if step_num is None else step_num[keys]
     texts = [str(int(v)) for v in labels]
-    return DerivedTrack(STEPS, start, end, np.arange(len(texts)), texts, first, table)
+    return DerivedTrack(STEP_BUSY, start, end, np.arange(len(texts)), texts, first, table)
 
 
 def _execution_step_of(profile: Profile, table: EventTable) -> np.ndarray:

@@ -298,5 +298,34 @@ def search(trace: TraceSet, query: str, match_index: int | None,
     match = None
     if chosen is not None:
         host = trace.hosts[int(host_of[chosen])]
-        match = brief(host, int(ids[chosen]) - host.id_offset)
+        local = int(ids[chosen]) - host.id_offset
+        match = {**brief(host, local), "parent": _parent(host, local)}
     return {"query": query, "total_matches": total, "index": chosen, "match": match}
+
+
+def _parent(host: HostTrace, local_id: int) -> dict[str, Any] | None:
+    """The event one level up on the same track that encloses `local_id` (its name, start_us
+    and duration_us), or None at depth 0. The search box zooms to show it around a match.
+
+    Per segment of the track at the depth above (events sorted by start): the last event that
+    starts at or before the match, if it also ends at or after the match's end."""
+    index = host.index
+    ids = np.array([local_id])
+    track, depth = int(index.track_of(ids)[0]), int(index.depth_of(ids)[0])
+    if depth == 0:
+        return None
+    start, end = int(index.start_ps[local_id]), int(index.end_ps[local_id])
+    segments = np.flatnonzero((index.segment_track == track)
+                              & (index.segment_depth == depth - 1))
+    best = -1
+    for segment in segments.tolist():
+        lo, hi = int(index.segment_bounds[segment]), int(index.segment_bounds[segment + 1])
+        at = lo + int(np.searchsorted(index.start_ps[lo:hi], start, "right")) - 1
+        if at >= lo and int(index.end_ps[at]) >= end and (
+                best < 0 or int(index.start_ps[at]) > int(index.start_ps[best])):
+            best = at
+    if best < 0:
+        return None
+    found = brief(host, best)
+    return {"id": found["id"], "name": found["name"], "start_us": found["start_us"],
+            "duration_us": found["duration_us"]}

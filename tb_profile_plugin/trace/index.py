@@ -43,6 +43,7 @@ from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace.depth import nesting_order, nesting_order_into
 from tb_profile_plugin.trace.derived import (
     FRAMEWORK_OPS,
+    STEP_BUSY,
     STEPS,
     TF_OPS,
     XLA_MODULES,
@@ -66,7 +67,7 @@ from tb_profile_plugin.xspace.schema import (
 
 #: Unix ns below this are taken as relative to the capture's `profile_start_time` (~1 day).
 _RELATIVE_TIMESTAMP_MAX_NS = 86_400 * 10**9
-_DERIVED_ORDER = (STEPS, XLA_MODULES, TF_OPS, FRAMEWORK_OPS, XLA_OPS)
+_DERIVED_ORDER = (STEPS, STEP_BUSY, XLA_MODULES, TF_OPS, FRAMEWORK_OPS, XLA_OPS)
 _DIGITS = re.compile(r"(\d+)")
 
 

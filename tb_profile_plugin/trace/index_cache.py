@@ -40,7 +40,7 @@ from tb_profile_plugin.xspace.model import Profile
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT_VERSION = 5
+INDEX_FORMAT_VERSION = 6
 _SUFFIX = ".tbpi"
 _WINDOW_SUFFIX = ".tbpw"
 #: The index's arrays, in the entry's order, with the dtype each must have (`source_row`: int32

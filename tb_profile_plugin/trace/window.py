@@ -142,6 +142,103 @@ def density_blocks(
     return DensityBlocks(segment[firsts], start[firsts], ends[keep], counts[keep], ids[firsts])
 
 
+def split_at_parents(index: TraceIndex, blocks: DensityBlocks, ids: np.ndarray,
+                     segment: np.ndarray, pixel_ps: float) -> DensityBlocks:
+    """`blocks` cut at the drawn events of the depth above them (issue 29: a hatched block
+    under back-to-back 10 ms steps spanned several steps). `ids`/`segment`: the window's
+    visible events; those at least a pixel wide are drawn as bars, and their starts and ends
+    (the *edges*) cut the blocks of the depth below on their track: a block of depth d >= 1
+    becomes one block per stretch between consecutive edges of depth d-1 that holds some of
+    its events, each from its first such event's start to the latest end among them, clipped
+    to the block and to the next edge. Parents narrower than a pixel cut nothing (their
+    edges could not be seen; at a full zoom-out every block would break at every one).
+    A block's events are consecutive events of its segment (storage order = start order),
+    so each piece is found by binary searches over the starts; no loop per block."""
+    if len(blocks) == 0 or len(ids) == 0:
+        return blocks
+    seg = blocks.segment
+    track, depth = index.segment_track, index.segment_depth
+    parent = seg - 1
+    safe_parent = np.maximum(parent, 0)
+    has_parent = ((depth[seg] >= 1) & (parent >= 0) & (track[safe_parent] == track[seg])
+                  & (depth[safe_parent] == depth[seg] - 1))
+    if not has_parent.any():
+        return blocks
+    starts, ends = index.start_ps, index.end_ps
+    wide = (ends[ids] - starts[ids]) >= pixel_ps
+    if not wide.any():
+        return blocks
+    # The edges of the drawn parents, sorted by (segment, time).
+    edge_seg = np.repeat(segment[wide].astype(np.int64), 2)
+    edge_ps = np.stack([starts[ids[wide]], ends[ids[wide]]], axis=1).ravel()
+    order = np.lexsort((edge_ps, edge_seg))
+    edge_seg, edge_ps = edge_seg[order], edge_ps[order]
+    e_lo = np.searchsorted(edge_seg, safe_parent, "left")
+    e_hi = np.searchsorted(edge_seg, safe_parent, "right")
+    last_member = blocks.first_id + blocks.count - 1
+    # The last edge at or before the block's start and its last event's start (e_lo - 1:
+    # before every edge).
+    j0 = _search_each(edge_ps, e_lo, e_hi, blocks.start_ps, "right") - 1
+    j1 = _search_each(edge_ps, e_lo, e_hi, starts[last_member], "right") - 1
+    pieces = np.where(has_parent & (e_hi > e_lo), j1 - j0 + 1, 1)
+    if (pieces == 1).all():
+        return blocks
+    block = np.repeat(np.arange(len(blocks)), pieces)
+    k = np.arange(len(block)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    split = pieces[block] > 1
+    edge = j0[block] + k
+    lo_id = blocks.first_id[block]
+    hi_id = lo_id + blocks.count[block]
+    lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    top = max(len(edge_ps) - 1, 0)
+    # Each piece: the block's events starting in [its edge, the next edge).
+    piece_from = np.where(split & (k > 0), edge_ps[np.clip(edge, 0, top)], lowest)
+    piece_to = np.where(split & (edge + 1 < e_hi[block]), edge_ps[np.clip(edge + 1, 0, top)],
+                        highest)
+    first = _search_each(starts, lo_id, hi_id, piece_from, "left")
+    stop = _search_each(starts, lo_id, hi_id, piece_to, "left")
+    count = stop - first
+    keep = count >= 1
+    block, first, stop, piece_to = block[keep], first[keep], stop[keep], piece_to[keep]
+    count, split = count[keep], split[keep]
+    last = stop - 1
+    piece_seg = seg[block]
+    disjoint = index.segment_disjoint[piece_seg]
+    piece_end = ends[last].copy()
+    if not disjoint.all():
+        max_end, at = index.overlapping_max_ends
+        over = ~disjoint
+        bounds = index.segment_bounds
+        piece_end[over] = max_end[at[piece_seg[over]] + last[over] - bounds[piece_seg[over]]]
+    # Clipped to the block, and never past the next edge.
+    end = np.where(split, np.minimum(np.minimum(piece_end, blocks.end_ps[block]), piece_to),
+                   blocks.end_ps[block])
+    start = np.where(split, starts[first], blocks.start_ps[block])
+    return DensityBlocks(piece_seg, start, end,
+                         np.where(split, count, blocks.count[block]).astype(np.int64),
+                         np.where(split, first, blocks.first_id[block]).astype(np.int64))
+
+
+def _search_each(values: np.ndarray, first: np.ndarray, last: np.ndarray, keys: np.ndarray,
+                 side: str) -> np.ndarray:
+    """`first[k] + np.searchsorted(values[first[k]:last[k]], keys[k], side)` for every k at
+    once (`_search` with a key per range)."""
+    lo, hi = first.astype(np.int64), last.astype(np.int64)
+    keys = np.asarray(keys, np.int64)
+    if len(values) == 0:
+        return lo
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        value = values[np.minimum(mid, len(values) - 1)]
+        right = (value < keys) if side == "left" else (value <= keys)
+        right &= active
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+
+
 def visible_events(
     index: TraceIndex, a_ps: int, b_ps: int, resolution: int,
     unfiltered_max_events: int | None = None,
@@ -306,6 +403,7 @@ def _visible_events(
             ids = np.concatenate([ids, more_ids])
             segment = np.concatenate([segment, more_segment])
             blocks = _joined([blocks, more_blocks])
+        blocks = split_at_parents(index, blocks, ids, segment, pixel_ps)
         num_filtered = total - len(ids)
     elif lod.any():  # few enough to return them all
         ids, segment = _overlapping(index, lo, counts, a_ps)

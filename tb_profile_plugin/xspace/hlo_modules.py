@@ -5,9 +5,10 @@ JAX and XLA write one serialized HloProto per compiled module into the `/host:me
 (`hlo_module`, `program_id`) and usually its framework op (`name` = the JAX op path) and HLO op
 (`hlo_op`). Not always: kernels that XLA replays inside a CUDA graph ("command buffer", JAX 0.5
 and later on NVIDIA GPUs) all carry `hlo_op` = `command_buffer_<N>` and no `name`, so neither
-the op nor its precision can be read from the event. The kernel's own name still names its
+the op nor its precision can be read from the event. The kernel's own name still names an
 instruction: XLA names a fusion's kernel after the instruction, dots made underscores
-(`gemm_fusion_dot.34` -> kernel `gemm_fusion_dot_34`).
+(`gemm_fusion_dot.34` -> kernel `gemm_fusion_dot_34`), but one kernel serves identical
+fusions under the first one's name; where it ran in the graph says which (below).
 
 `HloInstructions.of(profile)` reads every module once (only the fields in protos/
 hlo_summary.proto) and answers, for (program id or module name, kernel name): the instruction,
@@ -17,22 +18,26 @@ Tensor Cores). Library kernels (cuBLAS `nvjet_*`, cuDNN `sm90_xmma_*`) have no i
 their name; within a module whose library calls (custom-calls) all compute in one precision,
 they take that one.
 
-Inside a CUDA graph a cuBLAS kernel's custom-call is found by where it ran
-(`HloInstructions.library_calls_in_graph`): XLA records the graph's commands in the order of
-the module's schedule (`HloModuleProto.schedule`), one per instruction that launches work, and
-replays them in that order. So one replay's kernels, in the order they ran and memsets aside,
-pair one to one with the entry computation's fusions and cuBLAS custom-calls in schedule
-order; the kernels at the custom-calls' places are theirs. The pairing is taken only when it is
-exact: as many kernels as launching instructions, each fusion's place holding a kernel named
-after it or after a fusion of the same fused computation (XLA compiles one kernel for identical
+Inside a CUDA graph a kernel's instruction is found by where it ran
+(`HloInstructions.instructions_in_graph`; `library_calls_in_graph`: the cuBLAS ones alone):
+XLA records the graph's commands in the order of the module's schedule
+(`HloModuleProto.schedule`), one per instruction that launches work, and replays them in that
+order. So one replay's kernels, in the order they ran and memsets aside, pair one to one with
+the entry computation's fusions and cuBLAS custom-calls in schedule order, and each kernel
+ran for its place's instruction: a cuBLAS kernel for its custom-call, a fusion kernel for its
+own fusion, which is not always the one its name names (XLA compiles one kernel for identical
 fusions and names it after the first: the six layers of a stack run `gemm_fusion_dot_276` for
-`gemm_fusion_dot.276`, `.278`, ...), each custom-call's place a kernel named after no
-instruction, and no instruction in the schedule whose kernels cannot be counted (a copy, a
-loop, another library's call). Otherwise no kernel of the replay is resolved. On the committed
-H200 captures every replay pairs (jax_nvidia_train: 49 kernels, 6 of them cuBLAS, per replay;
-jax_nvidia_device_bound: 298 and 30), and the graph's node ids confirm it: each fusion kernel's
-`cuda_graph_node_id` is its place in the schedule, the cuBLAS kernels' nodes come after them in
-their custom-calls' order.
+`gemm_fusion_dot.276`, `.278`, ...; on jax_nvidia_device_bound 213 of each replay's 268
+fusion kernels). The pairing is taken only when it is exact: as many kernels as launching
+instructions, each fusion's place holding a kernel named after it or after a fusion of the
+same fused computation, each custom-call's place a kernel named after no instruction, and no
+instruction in the schedule whose kernels cannot be counted (a copy, a loop, another
+library's call). Otherwise no kernel of the replay takes a place: its kernels keep what
+`resolve` gives (the fusion they are named after; nothing for a library kernel). On the
+committed H200 captures every replay pairs (jax_nvidia_train: 49 kernels, 6 of them cuBLAS,
+per replay; jax_nvidia_device_bound: 298 and 30), and the graph's node ids confirm it: each
+fusion kernel's `cuda_graph_node_id` is its place in the schedule, the cuBLAS kernels' nodes
+come after them in their custom-calls' order.
 
 | XLA PrimitiveType (number)                                  | float bits |
 |-------------------------------------------------------------|------------|
@@ -90,6 +95,7 @@ class Launch:
     kernel: str  # a fusion's own kernel name (dots made underscores); "" for a cuBLAS call
     fused: Hashable  # a fusion's fused computation, as compared (`_fused_shape`); None else
     library: Instruction | None  # the cuBLAS custom-call; None for a fusion
+    instruction: Instruction  # the instruction itself: the fusion or the cuBLAS custom-call
 
 
 @dataclass(frozen=True)
@@ -140,24 +146,43 @@ class HloInstructions:
         per kernel, the cuBLAS custom-call it ran for; None for every other kernel, and for
         all of them when the replay does not pair one to one with the module's schedule (the
         module docstring says when it does)."""
-        none: list[Instruction | None] = [None] * len(kernels)
+        paired = self._pair(module_or_program, kernels)
+        out: list[Instruction | None] = [None] * len(kernels)
+        for k, launch in paired:
+            out[k] = launch.library
+        return out
+
+    def instructions_in_graph(self, module_or_program: str, kernels: Sequence[str]
+                              ) -> list[Instruction | None]:
+        """One replay of a module's CUDA graph, its kernels' names in the order they ran:
+        per kernel, the instruction at its place in the module's schedule (a fusion, or the
+        cuBLAS custom-call), not the one its name names (a kernel XLA compiled once for
+        identical fusions is named after the first: `loop_transpose_fusion_1` runs for
+        `loop_transpose_fusion`); None for memsets, and for all of them when the replay does
+        not pair one to one with the schedule."""
+        out: list[Instruction | None] = [None] * len(kernels)
+        for k, launch in self._pair(module_or_program, kernels):
+            out[k] = launch.instruction
+        return out
+
+    def _pair(self, module_or_program: str, kernels: Sequence[str]) -> list[tuple[int, Launch]]:
+        """(place among `kernels`, its launch) for every kernel but memsets, when the replay
+        pairs exactly with its module's schedule (module docstring); else nothing."""
         module = self.module(module_or_program) if module_or_program else None
         if module is None or not module.launches:
-            return none
+            return []
         ran = [k for k, name in enumerate(kernels) if not name.startswith(MEMSET_PREFIX)]
         if len(ran) != len(module.launches):
-            return none
+            return []
         fused = module.fused or {}
-        out = list(none)
         for k, launch in zip(ran, module.launches, strict=True):
             name = kernels[k].replace(".", "_")
             if launch.library is not None:
                 if name in module.by_kernel:  # a kernel XLA made where cuBLAS should run
-                    return none
-                out[k] = launch.library
+                    return []
             elif name != launch.kernel and (name not in fused or fused[name] != launch.fused):
-                return none
-        return out
+                return []
+        return list(zip(ran, module.launches, strict=True))
 
     @staticmethod
     def of(profile: Profile) -> HloInstructions:
@@ -231,10 +256,10 @@ def _launches(proto: hlo_summary_pb2.HloModuleProto, by_kernel: dict[str, Instru
         if ins.opcode == "fusion":
             shape = _fused_shape(ins, computations)
             fused[kernel] = shape
-            launches.append(Launch(kernel, shape, None))
+            launches.append(Launch(kernel, shape, None, by_kernel[kernel]))
         elif ins.opcode == "custom-call" and ins.custom_call_target.startswith(
                 CUBLAS_GEMM_PREFIXES):
-            launches.append(Launch("", None, by_kernel[kernel]))
+            launches.append(Launch("", None, by_kernel[kernel], by_kernel[kernel]))
         else:
             return (), None
     return tuple(launches), fused

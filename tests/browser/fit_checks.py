@@ -32,6 +32,9 @@ _MEASURE = """() => [...document.querySelectorAll('table.data-table.fitted')].ma
       text: span.textContent,
       shown: span.innerText,
       cut: span.dataset.cut === '1',
+      fold: span.dataset.fold === '1',
+      parts: [...span.children].filter((c) => !c.classList.contains('middle-cut'))
+        .map((c) => c.textContent),
       ellipsis: tail ? getComputedStyle(tail, '::before').content : null,
       overflows: span.scrollWidth > span.clientWidth,
     };
@@ -68,11 +71,26 @@ def check_middle_cut(name: dict[str, Any]) -> None:
     assert name["ellipsis"] == f'"{ELLIPSIS}"', f"{where}: no ellipsis drawn ({name['ellipsis']})"
     # innerText leaves out the hidden middle and the drawn ellipsis: head + tail.
     assert len(shown) < len(full), f"{where}: cut, yet shows {shown!r}"
+    if name["fold"]:  # alike names: the shared start folded (middle_text.tsx, cutParts)
+        check_fold(where, full, name["parts"])
+        return
     # The head is half of what is kept (rounded down), as the CLI's _middle_cut keeps it.
     head = len(shown) // 2
     assert full.startswith(shown[:head]) and full.endswith(shown[head:]), (
         f"{where}: {shown!r} is not the name's start and end, half each"
     )
+
+
+def check_fold(where: str, full: str, parts: list[str]) -> None:
+    """A folded name shows pieces of itself in order: its start (maybe empty), then what
+    follows each ellipsis; the last piece, when not empty, is its end."""
+    assert full.startswith(parts[0]), f"{where}: {parts!r} does not start as the name"
+    at = len(parts[0])
+    for piece in parts[1:]:
+        found = full.find(piece, at + 1)
+        assert piece == "" or found > at, f"{where}: {parts!r} is not cut from the name"
+        at = found + len(piece) if piece else at
+    assert parts[-1] == "" or full.endswith(parts[-1]), f"{where}: {parts!r} lost the end"
 
 
 def assert_cut_in_the_middle(cell: Locator, full: str) -> None:

@@ -423,17 +423,19 @@ def test_profile_without_steps_explains_itself(
     document_root = open_view(page, base, view, run, host)
     expect(page.get_by_test_id("no-steps")).to_be_visible()
     expect(page.get_by_test_id("step-chart")).to_have_count(0)
-    # The diagnostics say why, and come before the (empty) chart's place.
+    # The diagnostics say why, in their one place on every page: after the figures (here the
+    # no-steps notice, which points down to them).
     warnings = page.get_by_test_id("diag-warnings")
     expect(warnings).to_contain_text("no training step could be found")
+    expect(page.get_by_test_id("no-steps")).to_contain_text("The diagnostics below say why")
     order = document_root.evaluate(
         """root => {
             const d = root.querySelector('[data-testid=diagnostics]');
             const n = root.querySelector('[data-testid=no-steps]');
-            return Boolean(d.compareDocumentPosition(n) & Node.DOCUMENT_POSITION_FOLLOWING);
+            return Boolean(d.compareDocumentPosition(n) & Node.DOCUMENT_POSITION_PRECEDING);
         }"""
     )
-    assert order, "the diagnostics should come before the no-steps notice"
+    assert order, "the diagnostics should come after the no-steps notice"
     if view == OVERVIEW:
         check_overview(page, page, doc)
         code = page.get_by_test_id("recommendation").locator("pre")

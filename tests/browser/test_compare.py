@@ -94,14 +94,27 @@ def check_compare_page(root: Root, doc: dict[str, Any]) -> None:
     for index, op in enumerate(doc["ops"]):
         row = ops.nth(index)
         expect(row).to_have_attribute("data-change", op["change"])
-        assert_figure(row, "compare-op-row-a_ms", op["a_self_time_ms"], MS)
-        assert_figure(row, "compare-op-row-b_ms", op["b_self_time_ms"], MS)
+        assert_figure(row, "compare-op-row-a_ms", op["a_ms"], MS)
+        assert_figure(row, "compare-op-row-b_ms", op["b_ms"], MS)
         assert_signed(row, "compare-op-row-delta_ms", op["delta_ms"], MS)
         ratio = shown_text(row, "compare-op-row-ratio")
         if op["ratio"] is None:
             assert ratio == op["change"]
         else:
             assert abs(float(ratio.lstrip("\u00d7")) - op["ratio"]) <= 0.005 + 1e-9
+    basis = root.get_by_test_id("compare-op-basis")
+    expect(basis).to_have_attribute("data-basis", doc["op_basis"])
+    if doc["op_basis"] == "per_step":
+        expect(basis).to_contain_text(f"divided by its run's step count (A: "
+                                      f"{doc['a']['num_steps']} steps, B: "
+                                      f"{doc['b']['num_steps']} steps)")
+        expect(root.get_by_test_id("compare-ops").get_by_role("columnheader").filter(
+            has_text="A self ms/step")).to_have_count(1)
+    warning = root.get_by_test_id("compare-step-count-warning")
+    if doc["step_count_warning"] is None:
+        expect(warning).to_have_count(0)
+    else:
+        expect(warning).to_have_text(doc["step_count_warning"])
     counts = shown_text(root, "compare-op-counts")
     assert counts.startswith(f"{doc['num_changed_ops']} ops in both runs, "
                              f"{doc['num_new_ops']} new in B, {doc['num_vanished_ops']} vanished")
@@ -141,4 +154,25 @@ def test_compare_from_the_sidebar_and_back(
     expect(page.get_by_test_id("compare-page")).to_have_count(0)
     expect(page.locator("[data-testid=view-document][data-tool=overview_page]")).to_be_visible(
         timeout=LOAD_TIMEOUT_MS)
+    assert_clean(record)
+
+
+def test_compare_runs_of_different_step_counts_per_step_with_a_warning(
+    page: Page, tensorboard_url: str, record: PageRecord
+) -> None:
+    """A 6-step run against a 127-step one: ops are shown per step and the page warns."""
+    runs = runs_of_server(tensorboard_url)
+    run_a, run_b = run_of(runs, "tfdata_slow"), run_of(runs, "two_hosts")
+    doc = get_json(tensorboard_url, "compare", run_a=run_a, run_b=run_b)
+    steps_a, steps_b = doc["a"]["num_steps"], doc["b"]["num_steps"]
+    assert steps_b > 2 * steps_a > 0 and doc["op_basis"] == "per_step"
+    for op in doc["ops"]:
+        assert op["a_ms"] == pytest.approx(op["a_self_time_ms"] / steps_a)
+        assert op["b_ms"] == pytest.approx(op["b_self_time_ms"] / steps_b)
+    page.goto(standalone(tensorboard_url, compare_hash(run_a, run_b)))
+    check_compare_page(page, doc)
+    warning = page.get_by_test_id("compare-step-count-warning")
+    expect(warning).to_contain_text(f"A has {steps_a} steps and B {steps_b}")
+    expect(page.get_by_test_id("compare-ops-panel")).to_contain_text(
+        "Ops whose self time per step changed most")
     assert_clean(record)

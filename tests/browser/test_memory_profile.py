@@ -92,7 +92,9 @@ def check_details(root: Root, snapshot: dict[str, Any]) -> None:
         assert_size(shown_text(root, f"memory-detail-{key}"), snapshot[field], key)
     for key, field in TEXT_DETAILS.items():
         assert shown_text(root, f"memory-detail-{key}") == (snapshot[field] or MISSING), key
-    assert shown_text(root, "memory-detail-step") == str(snapshot["step_id"])
+    # The overview's step number (analysis/hosts/clock.py), not the event's group id.
+    assert shown_text(root, "memory-detail-step") == (
+        MISSING if snapshot["step"] is None else str(snapshot["step"]))
     time_text = shown_text(root, "memory-detail-time")
     assert time_text == f"{snapshot['time_ms']:.3f} ms"
     fragmentation = shown_text(root, "memory-detail-fragmentation")

@@ -3,7 +3,8 @@
 TensorFlow stats on the real capture `tfdata_slow` (standalone, and inside TensorBoard's
 Profile tab): the row count, the names and figures of the rows shown, the pies' slices and
 shares, sorting by a header (and back), the name filter, paging to the last row, the CSV
-link, and the IDLE toggle (a re-fetch, kept in the URL, undone by back). `two_hosts` checks
+link, and the IDLE switch (off by default, table and pies; a re-fetch, kept in the URL,
+undone by back). `two_hosts` checks
 the "summed over N hosts" note. The synthetic GPU profile (tests/browser/synthetic.py)
 covers what CPU captures lack: device pies, the Tensor Core column, and kernel stats (every
 row and column, yes/no badges, filters, a long kernel name cut with an ellipsis, a profile
@@ -162,14 +163,13 @@ def check_tfstats(page: Page, root: Root, doc: dict[str, Any]) -> None:
             check_tfstats_row(table_rows.nth(index), shown[index], has_tensor_core)
 
     # Pies: self time per op and per op type, for the device (if it has rows) and the host;
-    # IDLE is left out of them until their own toggle puts it back (as the reference does).
-    expect(root.get_by_test_id("pie-idle-toggle")).not_to_be_checked()
+    # IDLE is in them exactly when it is in the table (one switch for both).
+    expect(root.get_by_test_id("pie-idle-toggle")).to_have_count(0)
     for side, side_rows in (("device", device), ("host", host)):
         if not side_rows:
             expect(root.get_by_test_id(f"pie-{side}-op")).to_have_count(0)
             expect(root.get_by_test_id(f"pie-{side}-type")).to_have_count(0)
             continue
-        side_rows = [row for row in side_rows if row["op_name"] != IDLE]
         total = sum(row["total_self_time_us"] for row in side_rows)
         ops = [(row["op_name"], row["total_self_time_us"]) for row in side_rows]
         check_pie(root, f"pie-{side}-op", ops, total)
@@ -191,7 +191,8 @@ def tfdata_slow(tensorboard_url: str) -> str:
 def test_tfstats_standalone_shows_the_documents_numbers(
     page: Page, tensorboard_url: str, tfdata_slow: str, record: PageRecord
 ) -> None:
-    host, doc = document(tensorboard_url, tfdata_slow, TFSTATS)
+    # The page starts without IDLE (the route's default keeps it: docs/api.md).
+    host, doc = document(tensorboard_url, tfdata_slow, TFSTATS, include_idle="false")
     assert doc["num_device_rows"] == 0 and doc["num_host_rows"] > 10
     open_view(page, tensorboard_url, TFSTATS, tfdata_slow, host)
     check_tfstats(page, page, doc)
@@ -217,22 +218,22 @@ def test_tfstats_standalone_shows_the_documents_numbers(
 def test_tfstats_inside_tensorboard_with_idle_toggle(
     page: Page, tensorboard_url: str, tfdata_slow: str, record: PageRecord
 ) -> None:
-    host, doc = document(tensorboard_url, tfdata_slow, TFSTATS)
+    host, busy = document(tensorboard_url, tfdata_slow, TFSTATS, include_idle="false")
     frame = open_in_tensorboard(page, tensorboard_url, TFSTATS, tfdata_slow, host)
-    check_tfstats(page, frame, doc)
+    check_tfstats(page, frame, busy)
 
     # The toggle works in the iframe too, and TensorBoard's reload keeps it (sessionStorage;
     # without the link's p.profile.* in TensorBoard's hash, which would win).
-    _, busy = document(tensorboard_url, tfdata_slow, TFSTATS, include_idle="false")
-    frame.get_by_test_id("idle-toggle").uncheck()
-    expect(frame.get_by_test_id("tfstats-view")).to_have_attribute("data-include-idle", "false")
-    check_tfstats(page, frame, busy)
+    _, doc = document(tensorboard_url, tfdata_slow, TFSTATS)
+    frame.get_by_test_id("idle-toggle").check()
+    expect(frame.get_by_test_id("tfstats-view")).to_have_attribute("data-include-idle", "true")
+    check_tfstats(page, frame, doc)
     page.goto(f"{tensorboard_url}/#profile")
     page.reload()
     frame = page.frame_locator(PROFILE_IFRAME)
     expect_view(frame, TFSTATS, tfdata_slow, host)
-    expect(frame.get_by_test_id("tfstats-view")).to_have_attribute("data-include-idle", "false")
-    expect(frame.get_by_test_id("idle-toggle")).not_to_be_checked()
+    expect(frame.get_by_test_id("tfstats-view")).to_have_attribute("data-include-idle", "true")
+    expect(frame.get_by_test_id("idle-toggle")).to_be_checked()
     assert_clean(record)
 
 
@@ -253,7 +254,7 @@ def expect_names(root: Root, names: list[str]) -> None:
 def test_tfstats_table_sorts_filters_and_pages(
     page: Page, tensorboard_url: str, tfdata_slow: str, record: PageRecord
 ) -> None:
-    host, doc = document(tensorboard_url, tfdata_slow, TFSTATS)
+    host, doc = document(tensorboard_url, tfdata_slow, TFSTATS, include_idle="false")
     rows: list[Row] = doc["rows"]
     names = [row["op_name"] for row in rows]
     assert 25 < len(rows) <= PAGE_ROWS, "tfdata_slow should fill more than one page of 25"
@@ -342,49 +343,59 @@ def test_idle_toggle_refetches_and_is_kept_in_the_url(
     assert idle_rows and busy["num_rows"] == with_idle["num_rows"] - len(idle_rows)
     open_view(page, tensorboard_url, TFSTATS, tfdata_slow, host)
     idle = page.locator("[data-testid=tfstats-row][data-op-name=IDLE]")
-    expect(idle).to_have_count(len(idle_rows))
-
-    toggle = page.get_by_test_id("idle-toggle")
-    expect(toggle).to_be_checked()
-    page.get_by_test_id("tfstats-filter").fill("i")  # the view's own state ...
-    toggle.uncheck()
     view = page.get_by_test_id("tfstats-view")
+    # The page starts without IDLE (it asks for include_idle=false; the URL stays plain).
     expect(view).to_have_attribute("data-include-idle", "false")
-    expect(page.get_by_test_id("tfstats-filter")).to_have_value("i")  # ... survives the re-fetch
-    page.get_by_test_id("tfstats-filter").fill("")
     expect(idle).to_have_count(0)
-    check_tfstats(page, page, busy)
     assert any(
         "/data/plugin/profile/data?" in url and "include_idle=false" in url
         for url in record.requests
-    ), "no re-fetch with include_idle=false"
+    ), "the page did not ask for the document without IDLE"
+    assert "include_idle" not in urllib.parse.urlsplit(page.url).fragment
+
+    toggle = page.get_by_test_id("idle-toggle")
+    expect(toggle).not_to_be_checked()
+    page.get_by_test_id("tfstats-filter").fill("i")  # the view's own state ...
+    toggle.check()
+    expect(view).to_have_attribute("data-include-idle", "true")
+    expect(page.get_by_test_id("tfstats-filter")).to_have_value("i")  # ... survives the re-fetch
+    page.get_by_test_id("tfstats-filter").fill("")
+    expect(idle).to_have_count(len(idle_rows))
+    check_tfstats(page, page, with_idle)
+    assert any(
+        "/data/plugin/profile/data?" in url and "include_idle=true" in url
+        for url in record.requests
+    ), "no re-fetch with include_idle=true"
     fragment = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).fragment)
-    assert fragment["include_idle"] == ["false"] and fragment["view"] == [TFSTATS]
+    assert fragment["include_idle"] == ["true"] and fragment["view"] == [TFSTATS]
+    href = page.get_by_test_id("csv-link").get_attribute("href") or ""
+    assert "include_idle=false" not in href  # the CSV route's default keeps IDLE
+    assert '"IDLE"' in check_csv_link(page, page, "csv-link", "rows")
+
+    page.reload()  # the URL keeps the choice
+    expect_view(page, TFSTATS, tfdata_slow, host)
+    expect(view).to_have_attribute("data-include-idle", "true")
+    expect(toggle).to_be_checked()
+
+    page.go_back()  # before the toggle: IDLE is gone, and the URL is the plain selection
+    expect(view).to_have_attribute("data-include-idle", "false")
+    expect(toggle).not_to_be_checked()
+    expect(idle).to_have_count(0)
+    assert "include_idle" not in urllib.parse.urlsplit(page.url).fragment
     href = page.get_by_test_id("csv-link").get_attribute("href") or ""
     assert "include_idle=false" in href
     assert '"IDLE"' not in check_csv_link(page, page, "csv-link", "rows")
 
-    page.reload()  # the URL keeps the choice
-    expect_view(page, TFSTATS, tfdata_slow, host)
-    expect(view).to_have_attribute("data-include-idle", "false")
-    expect(toggle).not_to_be_checked()
-
-    page.go_back()  # before the toggle: IDLE is back, and the URL is the plain selection
+    toggle.check()  # and unchecking it again asks for the page's default (no IDLE)
     expect(view).to_have_attribute("data-include-idle", "true")
-    expect(toggle).to_be_checked()
-    expect(idle).to_have_count(len(idle_rows))
-    assert "include_idle" not in urllib.parse.urlsplit(page.url).fragment
-
-    toggle.uncheck()  # and checking it again asks for the default (IDLE included)
+    toggle.uncheck()
     expect(view).to_have_attribute("data-include-idle", "false")
-    toggle.check()
-    expect(view).to_have_attribute("data-include-idle", "true")
-    check_tfstats(page, page, with_idle)
+    check_tfstats(page, page, busy)
     assert "include_idle" not in urllib.parse.urlsplit(page.url).fragment
 
     # Another view takes no include_idle: it never reaches its data request or the URL.
-    toggle.uncheck()
-    expect(view).to_have_attribute("data-include-idle", "false")
+    toggle.check()
+    expect(view).to_have_attribute("data-include-idle", "true")
     page.get_by_test_id("view-select").select_option("overview_page")
     expect_view(page, "overview_page", tfdata_slow)
     assert "include_idle" not in urllib.parse.urlsplit(page.url).fragment
@@ -395,7 +406,7 @@ def test_idle_toggle_refetches_and_is_kept_in_the_url(
 
 def test_tfstats_sums_several_hosts(page: Page, tensorboard_url: str, record: PageRecord) -> None:
     run = fixture_run(tensorboard_url, MULTI_HOST_FIXTURE)
-    host, doc = document(tensorboard_url, run, TFSTATS)
+    host, doc = document(tensorboard_url, run, TFSTATS, include_idle="false")
     assert host == "ALL_HOSTS" and doc["host_count"] == 2
     page.goto(standalone(tensorboard_url, selection_hash(run, TFSTATS)))
     expect_view(page, TFSTATS, run, host)
@@ -410,7 +421,7 @@ def test_tfstats_on_a_gpu_profile_has_device_pies_and_tensor_cores(
     page: Page, synthetic_tensorboard_url: str, record: PageRecord
 ) -> None:
     base, run, host = synthetic_tensorboard_url, synthetic.GPU_RUN, synthetic.GPU_HOST
-    _, doc = document(base, run, TFSTATS)
+    _, doc = document(base, run, TFSTATS, include_idle="false")
     assert doc["num_device_rows"] > MAX_SLICES + 1, "the device pie should group an Other slice"
     open_view(page, base, TFSTATS, run, host)
     check_tfstats(page, page, doc)
@@ -448,19 +459,28 @@ def check_kernel_row(row: Any, kernel: Row) -> None:
     expect(name).to_have_text(kernel["kernel_name"])
     expect(name).to_have_attribute("title", kernel["kernel_name"])
     expect(row.get_by_test_id("kernel-row-op_name")).to_have_text(kernel["op_name"] or MISSING)
-    for key in KERNEL_COUNTS:
-        expect(row.get_by_test_id(f"kernel-row-{key}")).to_have_text(str(kernel[key]))
+    for key in KERNEL_COUNTS:  # a figure the producer did not write: "—", never 0
+        expect(row.get_by_test_id(f"kernel-row-{key}")).to_have_text(
+            MISSING if kernel[key] is None else str(kernel[key]))
     shared = row.get_by_test_id("kernel-row-shared_memory_bytes").locator("span")
     for key, data_key in SHARED_PARTS.items():
-        assert shared.evaluate("(s, k) => s.dataset[k]", data_key) == str(kernel[key])
+        assert shared.evaluate("(s, k) => s.dataset[k]", data_key) == (
+            "" if kernel[key] is None else str(kernel[key]))
+    fixed, dynamic = kernel["static_shared_memory_bytes"], kernel["dynamic_shared_memory_bytes"]
     expect(shared).to_have_attribute(
         "title",
-        f"static {kernel['static_shared_memory_bytes']} B + "
-        f"dynamic {kernel['dynamic_shared_memory_bytes']} B",
+        "one total: the profiler does not split it into static and dynamic"
+        if fixed is None and dynamic is None and kernel["shared_memory_bytes"] is not None
+        else "not recorded by the profiler" if fixed is None and dynamic is None
+        else f"static {MISSING if fixed is None else fixed} B + "
+        f"dynamic {MISSING if dynamic is None else dynamic} B",
     )
     for key in KERNEL_DURATIONS:
         assert_figure(row, f"kernel-row-{key}", kernel[key], US)
-    assert_figure(row, "kernel-row-occupancy_percent", kernel["occupancy_percent"], PERCENT)
+    if kernel["occupancy_percent"] is None:
+        expect(row.get_by_test_id("kernel-row-occupancy_percent")).to_have_text(MISSING)
+    else:
+        assert_figure(row, "kernel-row-occupancy_percent", kernel["occupancy_percent"], PERCENT)
     for key in ("block_dim", "grid_dim"):
         expect(row.get_by_test_id(f"kernel-row-{key}")).to_have_text(
             ",".join(str(d) for d in kernel[key])

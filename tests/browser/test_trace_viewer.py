@@ -188,6 +188,48 @@ def test_search_pans_and_zooms_to_each_match(
     assert_clean(record)
 
 
+def test_search_shows_the_match_in_its_parent_and_gives_the_keys_back(
+    page: Page, tensorboard_url: str, record: PageRecord
+) -> None:
+    """A chosen match is shown with context (its own length on each side, widened to its
+    enclosing event plus a tenth of it on each side), and the keyboard focus goes back to
+    the timeline, so W zooms instead of typing into the search box."""
+    run = fixture_run(tensorboard_url, "keras_fit")
+    host = get_json(tensorboard_url, "hosts", run=run)[0]
+    open_viewer(page, tensorboard_url, run, host)
+    query = "_MklNativeFusedMatMul"  # a 108 µs op in a 742 µs ExecutorState::Process
+    found = get_json(tensorboard_url, "trace_search", run=run, host=host, q=query, index="0")
+    match, parent = found["match"], found["match"]["parent"]
+    assert parent is not None and match["depth"] > 0
+    assert parent["duration_us"] > 3 * match["duration_us"]  # wider than the match's margins
+    assert parent["start_us"] <= match["start_us"]
+    assert match["start_us"] + match["duration_us"] <= parent["start_us"] + parent["duration_us"]
+    box = page.get_by_test_id("trace-search")
+    box.fill(query)
+    box.press("Enter")
+    h = wait_hook(page, lambda x: x["selected_id"] == match["id"] and settled(x), "the match")
+    start, end = h["view_us"]
+    length = max(match["duration_us"], 1.0)
+    want_start = min(match["start_us"] - length, parent["start_us"] - parent["duration_us"] / 10)
+    want_end = max(match["start_us"] + match["duration_us"] + length,
+                   parent["start_us"] + parent["duration_us"] * 1.1)
+    assert want_end - want_start <= 100 * length  # the parent fits in the context limit
+    assert start == pytest.approx(want_start, abs=1e-3) and end == pytest.approx(
+        want_end, abs=1e-3), (h["view_us"], want_start, want_end)
+    assert start <= parent["start_us"] and parent["start_us"] + parent["duration_us"] <= end
+    # The keys are the timeline's again: W zooms in, nothing is typed into the box.
+    focused = page.evaluate("() => document.activeElement?.dataset?.testid ?? null")
+    assert focused == "trace-scroller", focused
+    page.keyboard.down("w")
+    page.wait_for_timeout(300)
+    page.keyboard.up("w")
+    zoomed = wait_hook(page, lambda x: x["view_us"][1] - x["view_us"][0] < (end - start) * 0.9,
+                       "W to zoom in after the search")
+    assert zoomed["view_us"][1] - zoomed["view_us"][0] < end - start
+    expect(box).to_have_value(query)
+    assert_clean(record)
+
+
 def test_shift_drag_measures_an_interval(
     page: Page, tensorboard_url: str, tfdata_run: tuple[str, str], record: PageRecord
 ) -> None:

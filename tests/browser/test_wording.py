@@ -187,6 +187,8 @@ def test_compare_has_one_header_over_step_time_and_categories(
 def test_pies_start_without_idle_and_the_toggle_puts_it_back(
     page: Page, tensorboard_url: str, record: PageRecord
 ) -> None:
+    """One IDLE switch, off by default: pies and table start without IDLE; checking it puts
+    IDLE back in both (issue 29 item 8: the table included it, every Self % near 0)."""
     run = fixture_run(tensorboard_url, "tfdata_slow")
     host, doc = document(tensorboard_url, run, "tensorflow_stats")
     host_rows = [row for row in doc["rows"] if row["host_or_device"] == "Host"]
@@ -194,22 +196,24 @@ def test_pies_start_without_idle_and_the_toggle_puts_it_back(
     total = sum(row["total_self_time_us"] for row in host_rows)
     assert idle["total_self_time_us"] / total > 0.25  # IDLE would dominate the pie
     open_view(page, tensorboard_url, "tensorflow_stats", run, host)
-    toggle = page.get_by_test_id("pie-idle-toggle")
+    toggle = page.get_by_test_id("idle-toggle")
     pies = page.get_by_test_id("tfstats-pies")
     pie = page.get_by_test_id("pie-host-op")
     idle_slice = pie.locator("[data-testid=pie-slice][data-name=IDLE]")
+    idle_row = page.locator("[data-testid=tfstats-row][data-op-name=IDLE]")
     expect(toggle).to_be_visible()
     expect(toggle).not_to_be_checked()
     expect(pies).to_have_attribute("data-pie-idle", "false")
     expect(idle_slice).to_have_count(0)
-    # The table still lists IDLE: only the pies leave it out.
-    expect(page.locator("[data-testid=tfstats-row][data-op-name=IDLE]")).to_have_count(1)
+    expect(idle_row).to_have_count(0)  # the table follows the same switch
 
     toggle.check()
     expect(pies).to_have_attribute("data-pie-idle", "true")
     expect(idle_slice).to_have_count(1)
+    expect(idle_row).to_have_count(1)
     share = idle_slice.get_by_test_id("pie-slice-percent").text_content() or ""
     assert_shown_number(share.strip(), 100 * idle["total_self_time_us"] / total, PERCENT, "IDLE")
     toggle.uncheck()
     expect(idle_slice).to_have_count(0)
+    expect(idle_row).to_have_count(0)
     assert_clean(record)

@@ -258,3 +258,37 @@ def test_colour_and_progress_only_on_a_terminal(tmp_path: Path) -> None:
     assert err == ""  # two small files: under the default size, no bar
     piped = tb_profile(tmp_path, "summary", path, TB_PROFILE_PROGRESS_MIN_BYTES="0")
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_diff_compares_ops_per_step_and_warns_on_step_counts(
+    server: Server, tmp_path: Path
+) -> None:
+    """A 6-step capture against a 127-step one: ops per step (each side's self time over its
+    own steps, as the tensorflow_stats route serves it), the counts named, a warning."""
+    slow, pod = str(DATA_DIR / "tfdata_slow"), str(DATA_DIR / "two_hosts")
+    result = tb_profile(tmp_path, "diff", slow, pod, "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    steps_a, steps_b = doc["a"]["num_steps"], doc["b"]["num_steps"]
+    assert steps_b > 2 * steps_a > 0 and doc["op_basis"] == "per_step"
+    stats = [server.get_json("data", run=_run_of(server, fixture), tag="tensorflow_stats",
+                             host=host, include_idle="false")
+             for fixture, host in (("tfdata_slow", doc["a"]["host"]),
+                                   ("two_hosts", doc["b"]["host"]))]
+    totals = [{(r["host_or_device"], r["op_name"]): r["total_self_time_us"] / 1e3
+               for r in table["rows"]} for table in stats]
+    for op in doc["ops"]:
+        key = (op["host_or_device"], op["op_name"])
+        assert op["a_ms"] == pytest.approx(totals[0].get(key, 0.0) / steps_a, rel=1e-9)
+        assert op["b_ms"] == pytest.approx(totals[1].get(key, 0.0) / steps_b, rel=1e-9)
+    warning = doc["step_count_warning"]
+    assert warning.startswith(f"A has {steps_a} steps and B {steps_b} (")
+    text = tb_profile(tmp_path, "diff", slow, pod)
+    assert text.returncode == 0, text.stderr
+    assert max(len(line) for line in text.stdout.splitlines()) <= 80
+    assert (f"Ops whose self time per step changed most (A total / {steps_a}, "
+            f"B total / {steps_b} steps)") in text.stdout
+    assert f"  warning: A has {steps_a} steps and B {steps_b} (" in text.stdout
+    assert " ".join(text.stdout.split()).count(" ".join(warning.split())) == 1
+    top = doc["ops"][0]
+    assert f"{top['a_ms']:>9.3f} {top['b_ms']:>9.3f}" in text.stdout

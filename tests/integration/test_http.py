@@ -6,14 +6,16 @@ import csv
 import gzip
 import io
 import json
+import shutil
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from tb_profile_plugin.xspace.decode import decode_xspace
-from tests.fixtures import fixture_run, session_dir
-from tests.integration.conftest import Server
+from tests.fixtures import DATA_DIR, fixture_run, session_dir
+from tests.integration.conftest import Server, start_tensorboard, stop
 
 # The run prefix of each fixture: keras_fit's run is keras_fit/train/<session>.
 RUN_PREFIXES = ("keras_fit/train", "custom_loop", "tfdata_slow", "tfdata_parallel", "two_hosts")
@@ -192,3 +194,33 @@ def test_analysis_views_of_unreadable_and_empty_profiles(server: Server) -> None
     status, doc = server.fetch_json(
         "data", run="no_events/2020_01_01_00_00_00", tag="overview_page", host="quiet")
     assert status == 404 and "no data" in doc["error"]
+
+
+def test_linked_runs_left_out_are_counted_and_followed_when_allowed(tmp_path: Path) -> None:
+    """A logdir whose runs are symbolic links to directories elsewhere: the run list is empty,
+    and the `links` route says how many links were left out and how to follow them; with
+    TB_PROFILE_FOLLOW_LINKS=1 the same logdir lists the linked runs and counts none."""
+    elsewhere, logdir = tmp_path / "elsewhere", tmp_path / "logdir"
+    logdir.mkdir()
+    for fixture in ("keras_fit", "custom_loop"):
+        shutil.copytree(DATA_DIR / fixture, elsewhere / fixture)
+        (logdir / fixture).symlink_to(elsewhere / fixture, target_is_directory=True)
+    linked = start_tensorboard(logdir, tmp_path)
+    try:
+        assert linked.get_json("runs") == []
+        assert linked.get_json("links") == {
+            "links_left_out": 2, "follow_links_env": "TB_PROFILE_FOLLOW_LINKS",
+            "message": "2 symbolic links lead outside the logdir and were left out: linked "
+                       "runs are not followed by default. To read them, restart TensorBoard "
+                       "with TB_PROFILE_FOLLOW_LINKS=1 in its environment (README, "
+                       "\"Settings\")."}
+    finally:
+        stop(linked)
+    followed = start_tensorboard(logdir, tmp_path, env={"TB_PROFILE_FOLLOW_LINKS": "1"})
+    try:
+        runs = followed.get_json("runs")
+        assert sorted(r.split("/", 1)[0] for r in runs) == ["custom_loop", "keras_fit"]
+        assert followed.get_json("links") == {
+            "links_left_out": 0, "follow_links_env": "TB_PROFILE_FOLLOW_LINKS", "message": None}
+    finally:
+        stop(followed)

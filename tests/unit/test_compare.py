@@ -1,18 +1,26 @@
-"""tools/compare.py: host matching, op changes and the conclusion, on small exact inputs."""
+"""tools/compare.py: host matching, op changes and the conclusion, on small exact inputs, and
+per-step op times on two real captures of different step counts."""
 
 from __future__ import annotations
 
 import pytest
 
+from tb_profile_plugin.commands.profiles import locate
 from tb_profile_plugin.errors import NotFound
 from tb_profile_plugin.logdir import ALL_HOSTS
+from tb_profile_plugin.tools import registry
 from tb_profile_plugin.tools.compare import (
     Side,
+    compare,
     conclusion,
     jitted_changes,
+    op_basis,
     op_changes,
     pair_hosts,
+    step_count_warning,
 )
+from tb_profile_plugin.xspace.store import ProfileStore
+from tests.fixtures import DATA_DIR
 
 
 def side(*hosts: str, host: str | None = None) -> Side:
@@ -88,3 +96,75 @@ def test_jitted_changes_rank_by_mean_time_change() -> None:
     assert (evaluate["change"], evaluate["b_calls"], evaluate["delta_percent"]) == (
         "vanished", 0, None)
     assert (new["change"], new["a_mean_ms"], new["b_mean_ms"]) == ("new", 0.0, 0.25)
+
+
+def test_op_changes_per_step_divide_each_side_by_its_own_step_count() -> None:
+    a = [_row("op", 6000), _row("gone", 600)]  # 6 steps: 1 ms and 0.1 ms per step
+    b = [_row("op", 127000), _row("new", 1270)]  # 127 steps: 1 ms and 0.01 ms per step
+    by_name = {c["op_name"]: c for c in op_changes(a, b, 6, 127)}
+    op = by_name["op"]
+    assert (op["a_ms"], op["b_ms"], op["delta_ms"], op["ratio"]) == (1.0, 1.0, 0.0, 1.0)
+    assert (op["a_self_time_ms"], op["b_self_time_ms"]) == (6.0, 127.0)  # whole capture
+    assert by_name["gone"]["a_ms"] == pytest.approx(0.1)
+    assert by_name["new"]["b_ms"] == pytest.approx(0.01)
+    # Without steps on a side there is no per-step time: the whole capture is compared.
+    whole = {c["op_name"]: c for c in op_changes(a, b, 0, 127)}
+    assert (whole["op"]["a_ms"], whole["op"]["b_ms"]) == (6.0, 127.0)
+    assert (op_basis(6, 127), op_basis(0, 127), op_basis(6, 0)) == (
+        "per_step", "whole_capture", "whole_capture")
+
+
+def test_step_count_warning_above_twofold() -> None:
+    assert step_count_warning(6, 12) is None  # exactly twice: comparable
+    assert step_count_warning(12, 6) is None
+    assert step_count_warning(0, 127) is None  # no steps: the conclusion says so instead
+    text = step_count_warning(6, 127)
+    assert text is not None and text.startswith(
+        "A has 6 steps and B 127 (21.2\u00d7 as many): ops are compared per step")
+    assert step_count_warning(127, 6) == (
+        "A has 127 steps and B 6 (21.2\u00d7 as many): ops are compared per step (each run's "
+        "self time divided by its own step count), but captures this different may not do the "
+        "same work per step (warm-up, evaluation, checkpoints); capture similar step counts to "
+        "compare like with like")
+
+
+def _fixture_side(fixture: str) -> Side:
+    located = locate(str(DATA_DIR / fixture))
+    return Side(located.run, located.files)
+
+
+@pytest.mark.parametrize(("fixture_a", "fixture_b", "warned"), [
+    ("tfdata_slow", "tfdata_batch_map", True),  # 6 and 18 steps
+    ("keras_fit", "tfdata_slow", False),  # 4 and 6 steps
+])
+def test_real_captures_of_different_step_counts_compare_per_step(
+    fixture_a: str, fixture_b: str, warned: bool
+) -> None:
+    store = ProfileStore()
+    a, b = _fixture_side(fixture_a), _fixture_side(fixture_b)
+    doc = compare(a, b, store.open)
+    steps_a, steps_b = doc["a"]["num_steps"], doc["b"]["num_steps"]
+    assert steps_a > 0 and steps_b > 0 and steps_a != steps_b
+    assert doc["op_basis"] == "per_step"
+    assert (doc["step_count_warning"] is not None) == warned
+    if warned:
+        assert doc["step_count_warning"].startswith(f"A has {steps_a} steps and B {steps_b}")
+    # Each side's op table (the tensorflow_stats view without IDLE), divided by its steps.
+    totals = []
+    for side in (a, b):
+        (host,) = side.files
+        stats = registry.VIEWS["tensorflow_stats"].build(registry.ViewRequest(
+            side.run, host, {host: store.open(side.files[host])}, {"include_idle": "false"},
+            paths=dict(side.files)))
+        totals.append({(r["host_or_device"], r["op_name"]): r["total_self_time_us"] / 1e3
+                       for r in stats["rows"]})
+    assert doc["ops"]
+    for op in doc["ops"]:
+        key = (op["host_or_device"], op["op_name"])
+        assert op["a_self_time_ms"] == totals[0].get(key, 0.0)
+        assert op["b_self_time_ms"] == totals[1].get(key, 0.0)
+        assert op["a_ms"] == pytest.approx(totals[0].get(key, 0.0) / steps_a, rel=1e-12)
+        assert op["b_ms"] == pytest.approx(totals[1].get(key, 0.0) / steps_b, rel=1e-12)
+        assert op["delta_ms"] == pytest.approx(op["b_ms"] - op["a_ms"], abs=1e-12)
+    deltas = [abs(op["delta_ms"]) for op in doc["ops"]]
+    assert deltas == sorted(deltas, reverse=True)

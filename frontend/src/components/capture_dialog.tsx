@@ -1,7 +1,9 @@
 /**
  * Capture Profile: the dialog that asks running programs' profiler servers for a trace.
  *
- * The program must have called `tf.profiler.experimental.server.start(port)`. The dialog POSTs
+ * The program must have started a profiler server: TensorFlow's
+ * `tf.profiler.experimental.server.start(port)` or JAX's `jax.profiler.start_server(port)`
+ * (both shown in the dialog's hint, `capture-how-to`). The dialog POSTs
  * its fields to the `capture_profile` route (docs/api.md), shows a progress state (elapsed
  * time against the capture's duration) while the route runs, then the result or the error.
  * On success it calls `onCaptured(run)`: the app re-fetches the run list and selects the new
@@ -62,7 +64,7 @@ export function CaptureButton({ onClick }: { readonly onClick: () => void }) {
       type="button"
       class="capture-button"
       data-testid="capture-button"
-      title="Capture a profile from a running program that called tf.profiler.experimental.server.start(port)"
+      title="Capture a profile from a running program that started a profiler server (tf.profiler.experimental.server.start(port) or jax.profiler.start_server(port))"
       onClick={onClick}
     >
       Capture profile
@@ -140,10 +142,11 @@ export function CaptureDialog({ open, onClose, onCaptured }: CaptureDialogProps)
     >
       <form class="capture-form" onSubmit={submit}>
         <h2 id="tbp-capture-title">Capture profile</h2>
-        <p class="hint">
-          From a running program that called{" "}
-          <code>tf.profiler.experimental.server.start(port)</code>. Several addresses, separated
-          by commas, are captured at the same time into one run.
+        <p class="hint" data-testid="capture-how-to">
+          From a running program that started a profiler server: TensorFlow{" "}
+          <code>tf.profiler.experimental.server.start(9999)</code>, JAX{" "}
+          <code>jax.profiler.start_server(9999)</code>; then enter <code>localhost:9999</code>.
+          Several addresses, separated by commas, are captured at the same time into one run.
         </p>
         <label class="capture-field capture-wide">
           <span>Profile service URL(s)</span>

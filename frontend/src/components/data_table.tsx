@@ -10,7 +10,8 @@
  * Layout: columns are sized to their content (numbers, badges and short text never wrap and
  * are never clipped; headers wrap between words, so a unit in a header stays visible) and the
  * `ellipsis` columns (names) share the rest in proportion to their longest text, each at
- * least its `width` (default NAME_MIN_WIDTH). A name too long for its cell is cut in the middle (<MiddleText>) and
+ * least its `width` (default NAME_MIN_WIDTH). A name too long for its cell is cut in the middle
+ * (<MiddleText>, keeping what tells it from the column's alike names) and
  * carries the full text in its cell's `title`. When the box is narrower than the columns
  * need, the table scrolls sideways inside its own box rather than clipping a number.
  *
@@ -28,7 +29,7 @@
  */
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
-import { MiddleText } from "./middle_text";
+import { differences, MiddleText } from "./middle_text";
 
 export interface Column<Row> {
   readonly key: string;
@@ -182,6 +183,21 @@ export function DataTable<Row>(props: DataTableProps<Row>) {
   };
 
   const layout = useMemo(() => columnLayout(columns, rows), [columns, rows]);
+  // Per name column: where each name differs from the column's others, so that a cut keeps
+  // what tells alike names apart (middle_text.tsx, `differences`).
+  const differing = useMemo(
+    () =>
+      columns.map((column) => {
+        if (!column.ellipsis) return null;
+        const texts: string[] = [];
+        for (const row of rows) {
+          const content = column.render ? column.render(row) : cellText(column.value(row));
+          if (typeof content === "string") texts.push(content);
+        }
+        return differences(texts);
+      }),
+    [columns, rows],
+  );
 
   const table = (
     <table class={props.dense ? "data-table fitted dense" : "data-table fitted"} data-testid={testid}>
@@ -239,7 +255,7 @@ export function DataTable<Row>(props: DataTableProps<Row>) {
                     title={column.ellipsis ? cellText(value) : undefined}
                   >
                     {column.ellipsis && typeof content === "string" ? (
-                      <MiddleText text={content} />
+                      <MiddleText text={content} difference={differing[index]?.get(content)} />
                     ) : (
                       content
                     )}

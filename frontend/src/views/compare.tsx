@@ -9,14 +9,18 @@
  * From the top: the pickers, the one-line conclusion, the two runs' step time and verdicts,
  * a side-by-side stacked chart of the average step (one column per run, the nine categories
  * stacked in their fixed colours), the per-category table (A, B, change in ms and %, shares)
- * and the ops whose self time changed most (new and vanished ops marked), then diagnostics.
+ * and the ops whose self time per step changed most (each run's self time divided by its own
+ * step count, or the whole capture's when a run has no steps: the document's op_basis; new and
+ * vanished ops marked), a warning when the step counts differ more than twofold
+ * (step_count_warning), then diagnostics.
  *
  * Hooks: compare-page, compare-run-a, compare-run-b, compare-host-a, compare-host-b (selects),
  * compare-conclusion, compare-side-a / compare-side-b with compare-{a,b}-{run,host,steps,
  * avg-step-ms,verdict}, compare-chart (data-a-ms, data-b-ms), compare-categories with
  * compare-category-row (data-category) and cells compare-category-row-<column>,
  * compare-step-row (the step-time row, same cells), compare-ops with compare-op-row
- * (data-op-name, data-change) and cells compare-op-row-<column>, compare-op-counts.
+ * (data-op-name, data-change) and cells compare-op-row-<column>, compare-op-counts,
+ * compare-op-basis (data-basis), compare-step-count-warning.
  */
 import { useMemo } from "preact/hooks";
 import { routeUrl } from "../api";
@@ -108,8 +112,8 @@ function opsOf(value: unknown): readonly OpRow[] {
       op_type: str(op["op_type"]),
       host_or_device: str(op["host_or_device"]),
       change: str(op["change"]),
-      a_ms: num(op["a_self_time_ms"]),
-      b_ms: num(op["b_self_time_ms"]),
+      a_ms: num(op["a_ms"]),
+      b_ms: num(op["b_ms"]),
       delta_ms: num(op["delta_ms"]),
       ratio: num(op["ratio"]),
       a_occurrences: num(op["a_occurrences"]),
@@ -164,15 +168,18 @@ const CATEGORY_COLUMNS: readonly Column<CategoryRow>[] = [
   },
 ];
 
-const OP_COLUMNS: readonly Column<OpRow>[] = [
+/** The op table's columns; `perStep`: a_ms / b_ms are self time per step (op_basis). */
+function opColumns(perStep: boolean): readonly Column<OpRow>[] {
+  const unit = perStep ? "ms/step" : "ms";
+  return [
   { key: "op_name", label: "Op name", value: (r) => r.op_name, ellipsis: true },
   { key: "op_type", label: "Type", value: (r) => r.op_type, ellipsis: true, width: "9em" },
   { key: "host_or_device", label: "On", value: (r) => r.host_or_device, width: "4.5em" },
-  { key: "a_ms", label: "A self ms", value: (r) => r.a_ms, render: (r) => formatMs(r.a_ms), numeric: true, width: "7em" },
-  { key: "b_ms", label: "B self ms", value: (r) => r.b_ms, render: (r) => formatMs(r.b_ms), numeric: true, width: "7em" },
+  { key: "a_ms", label: `A self ${unit}`, value: (r) => r.a_ms, render: (r) => formatMs(r.a_ms), numeric: true, width: "7em" },
+  { key: "b_ms", label: `B self ${unit}`, value: (r) => r.b_ms, render: (r) => formatMs(r.b_ms), numeric: true, width: "7em" },
   {
     key: "delta_ms",
-    label: "Change ms",
+    label: `Change ${unit}`,
     value: (r) => r.delta_ms,
     render: (r) => <span class={changeClass(r.delta_ms)}>{formatSigned(r.delta_ms, 3)}</span>,
     numeric: true,
@@ -195,7 +202,8 @@ const OP_COLUMNS: readonly Column<OpRow>[] = [
     numeric: true,
     width: "8em",
   },
-];
+  ];
+}
 
 /** One stacked column per run: the average step split into the nine categories. */
 export function compareChartOption(a: SideSummary, b: SideSummary): ChartOption {
@@ -366,6 +374,9 @@ function CompareResult({ doc }: { doc: Record<string, unknown> }) {
     b_percent: b.avg_step_ms === null ? null : 100,
   };
   const mostChanged = str(doc["most_changed_category"]);
+  const perStep = str(doc["op_basis"]) !== "whole_capture";
+  const opCols = useMemo(() => opColumns(perStep), [perStep]);
+  const stepWarning = str(doc["step_count_warning"]);
   return (
     <>
       <p class="compare-conclusion" data-testid="compare-conclusion">
@@ -375,6 +386,11 @@ function CompareResult({ doc }: { doc: Record<string, unknown> }) {
         <SideCard side={a} label="a" />
         <SideCard side={b} label="b" />
       </div>
+      {stepWarning ? (
+        <p class="compare-warning" role="note" data-testid="compare-step-count-warning">
+          {stepWarning}
+        </p>
+      ) : null}
       <Section title="Average step, side by side" testid="compare-chart-panel">
         <Chart
           option={option}
@@ -406,10 +422,18 @@ function CompareResult({ doc }: { doc: Record<string, unknown> }) {
           empty="No categories."
         />
       </Section>
-      <Section title="Ops whose self time changed most (whole capture)" testid="compare-ops-panel">
+      <Section
+        title={perStep ? "Ops whose self time per step changed most" : "Ops whose self time changed most (whole capture)"}
+        testid="compare-ops-panel"
+      >
+        <p class="hint" data-testid="compare-op-basis" data-basis={perStep ? "per_step" : "whole_capture"}>
+          {perStep
+            ? `Per step: each op's self time over the capture divided by its run's step count (A: ${formatCount(a.num_steps)} steps, B: ${formatCount(b.num_steps)} steps).`
+            : "Whole capture: a run has no steps, so each op's self time is summed over its whole capture."}
+        </p>
         <DataTable
           rows={ops}
-          columns={OP_COLUMNS}
+          columns={opCols}
           testid="compare-ops"
           rowTestid="compare-op-row"
           rowAttributes={(row) => ({ "data-op-name": row.op_name, "data-change": row.change })}

@@ -9,8 +9,8 @@ export function GenericView({ doc }: ViewProps) {
       <p class="generic-note">
         This view has no dedicated display yet; here is what the server computed.
       </p>
-      <DiagnosticsPanel diagnostics={diagnosticsOf(doc)} />
       <DocumentSummary doc={doc} omit={["diagnostics"]} />
+      <DiagnosticsPanel diagnostics={diagnosticsOf(doc)} />
     </div>
   );
 }

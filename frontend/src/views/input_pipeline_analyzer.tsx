@@ -4,8 +4,9 @@
  * From the top: the verdict, figure cards (per-step input share avg ± stddev, min, max; the
  * input share of all step time; average step time), the stacked step-time chart, the host-side
  * input time split into its five kinds (chart and table, in ms), the input advice with its
- * evidence and what was not advised (advice.tsx), and the input-op table
- * (sortable, filterable by op name, downloadable as CSV). Diagnostics with errors or
+ * evidence and what was not advised (advice.tsx), and the input-op table: host input ops and
+ * the device's host-to-device copies, each row with its side and, for device rows, its share of
+ * device op time (sortable, filterable by op name, downloadable as CSV). Diagnostics with errors or
  * warnings come first, otherwise last.
  *
  * Hooks: input-verdict (data-level), input-percent-{avg,stddev,min,max,total},
@@ -73,6 +74,10 @@ interface InputOp {
   readonly self_time_ms: number | null;
   readonly self_time_percent: number | null;
   readonly category: string;
+  /** "host" (host ops) or "device" (the device's host-to-device copies). */
+  readonly side: string;
+  /** Device rows: share of all device op time, as the overview's top device ops. */
+  readonly device_time_percent: number | null;
 }
 
 function inputOpsOf(value: unknown): readonly InputOp[] {
@@ -86,6 +91,8 @@ function inputOpsOf(value: unknown): readonly InputOp[] {
       self_time_ms: num(op["self_time_ms"]),
       self_time_percent: num(op["self_time_percent"]),
       category: str(op["category"]),
+      side: str(op["side"]) || "host",
+      device_time_percent: num(op["device_time_percent"]),
     };
   });
 }
@@ -93,6 +100,13 @@ function inputOpsOf(value: unknown): readonly InputOp[] {
 const INPUT_OP_COLUMNS: readonly Column<InputOp>[] = [
   { key: "op_name", label: "Op name", value: (op) => op.op_name, ellipsis: true },
   { key: "category", label: "Category", value: (op) => op.category, ellipsis: true, width: "9em" },
+  {
+    key: "side",
+    label: "Side",
+    title: "host: a host op; device: a host-to-device copy on the device (input time)",
+    value: (op) => op.side,
+    width: "5em",
+  },
   {
     key: "count",
     label: "Count",
@@ -134,6 +148,15 @@ const INPUT_OP_COLUMNS: readonly Column<InputOp>[] = [
     render: (op) => formatPercent(op.self_time_percent),
     numeric: true,
     width: "6em",
+  },
+  {
+    key: "device_time_percent",
+    label: "Device %",
+    title: "Share of all device op time (device rows), as in the overview's top device ops",
+    value: (op) => op.device_time_percent,
+    render: (op) => (op.device_time_percent === null ? "—" : formatPercent(op.device_time_percent)),
+    numeric: true,
+    width: "6.5em",
   },
 ];
 
@@ -260,8 +283,6 @@ export function InputPipelineAnalyzer({ doc, run, view, host }: ViewProps) {
   const bottleneck = bottleneckOf(doc["bottleneck"]);
   const diagnostics = diagnosticsOf(doc);
   const hasSteps = steps.length > 0;
-  const problemsFirst =
-    diagnostics.errors.length > 0 || diagnostics.warnings.length > 0 || !hasSteps;
   const panel = <DiagnosticsPanel diagnostics={diagnostics} />;
   const shown = (value: number | null, format: (v: number | null) => string) =>
     hasSteps ? format(value) : "—";
@@ -269,7 +290,6 @@ export function InputPipelineAnalyzer({ doc, run, view, host }: ViewProps) {
   return (
     <div class="analysis-view input-pipeline" data-testid="input-pipeline">
       <Verdict bottleneck={bottleneck} testid="input-verdict" />
-      {problemsFirst ? panel : null}
 
       <div class="cards">
         <Card title="Input share per step" testid="card-input-percent">
@@ -367,11 +387,11 @@ export function InputPipelineAnalyzer({ doc, run, view, host }: ViewProps) {
           rowAttributes={(op) => ({ "data-op-name": op.op_name })}
           sortable
           filters={INPUT_OP_FILTERS}
-          empty="No input ops: the profile holds no tf.data iterator, infeed or host-to-device copy events."
+          empty="No input ops: the profile holds no tf.data iterator, infeed or host-to-device copy events, on the host or the device."
         />
       </Section>
 
-      {problemsFirst ? null : panel}
+      {panel}
     </div>
   );
 }

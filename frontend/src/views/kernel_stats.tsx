@@ -134,6 +134,18 @@ function count(key: CountKey, label: string, title: string, width: string): Colu
   };
 }
 
+/** How a row's shared memory divides: static + dynamic where the profiler split it, else
+ * that it wrote one total (TF <= 2.4 `shm:`, ROCm's LDS `group_mem:`). */
+function sharedTitle(row: KernelRow): string {
+  const { static_shared_memory_bytes: fixed, dynamic_shared_memory_bytes: dynamic } = row;
+  if (fixed === null && dynamic === null) {
+    return row.shared_memory_bytes === null
+      ? "not recorded by the profiler"
+      : "one total: the profiler does not split it into static and dynamic";
+  }
+  return `static ${formatCount(fixed)} B + dynamic ${formatCount(dynamic)} B`;
+}
+
 function dim(key: "block_dim" | "grid_dim", label: string, title: string): Column<KernelRow> {
   return {
     key,
@@ -216,7 +228,7 @@ const COLUMNS: readonly Column<KernelRow>[] = [
       <span
         data-static-bytes={String(row.static_shared_memory_bytes ?? "")}
         data-dynamic-bytes={String(row.dynamic_shared_memory_bytes ?? "")}
-        title={`static ${formatCount(row.static_shared_memory_bytes)} B + dynamic ${formatCount(row.dynamic_shared_memory_bytes)} B`}
+        title={sharedTitle(row)}
       >
         {formatCount(row.shared_memory_bytes)}
       </span>
@@ -263,9 +275,6 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
   const columns = useMemo(() => columnsFor(rows), [rows]);
   const total = totalUs(rows);
   const diagnostics = diagnosticsOf(doc);
-  // Without rows the empty state already quotes the warnings: the panel can come last.
-  const problemsFirst =
-    diagnostics.errors.length > 0 || (rows.length > 0 && diagnostics.warnings.length > 0);
   const panel = <DiagnosticsPanel diagnostics={diagnostics} />;
   const hostCount = num(doc["host_count"]);
 
@@ -297,7 +306,6 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
           )}
         </div>
       ) : null}
-      {problemsFirst ? panel : null}
 
       {rows.length > 0 ? (
         <>
@@ -378,7 +386,7 @@ export function KernelStats({ doc, run, view, host }: ViewProps) {
         </Section>
       ) : null}
 
-      {problemsFirst ? null : panel}
+      {panel}
     </div>
   );
 }

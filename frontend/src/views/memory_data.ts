@@ -42,7 +42,10 @@ export interface Snapshot {
   readonly requested_bytes: number | null;
   readonly allocation_bytes: number | null;
   readonly tf_op: string;
+  /** The event's group (the reference's step id). */
   readonly step_id: number | null;
+  /** The overview's step number of the step holding this time (null: none). */
+  readonly step: number | null;
   readonly region_type: string;
   readonly data_type: string;
   readonly tensor_shape: string;
@@ -68,6 +71,8 @@ export interface Peak {
   readonly in_use_bytes: number | null;
   readonly fragmentation_percent: number | null;
   readonly step_id: number | null;
+  /** The overview's step number of the step holding the peak (null: none). */
+  readonly step: number | null;
 }
 
 export interface MemorySummary {
@@ -110,6 +115,7 @@ function snapshotOf(value: unknown): Snapshot {
     allocation_bytes: num(row["allocation_bytes"]),
     tf_op: str(row["tf_op"]),
     step_id: num(row["step_id"]),
+    step: num(row["step"]),
     region_type: str(row["region_type"]),
     data_type: str(row["data_type"]),
     tensor_shape: str(row["tensor_shape"]),
@@ -148,6 +154,7 @@ function summaryOf(value: unknown): MemorySummary | null {
       in_use_bytes: num(peak["in_use_bytes"]),
       fragmentation_percent: num(peak["fragmentation_percent"]),
       step_id: num(peak["step_id"]),
+      step: num(peak["step"]),
     },
   };
 }

@@ -322,7 +322,7 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
           <ul class="card-sub memory-peak-list">
             <li>
               at <Figure testid="memory-peak-time" value={formatMs(peak.time_ms)} unit="ms" />
-              {peak.step_id !== null ? ` (step ${peak.step_id})` : ""}
+              {peak.step !== null ? ` (step ${peak.step})` : ""}
             </li>
             <li>
               stack <Bytes testid="memory-peak-stack" bytes={peak.stack_bytes} />
@@ -344,7 +344,6 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
           </ul>
         </Card>
       </div>
-      {diagnostics.errors.length > 0 || diagnostics.warnings.length > 0 ? panel : null}
 
       <Section
         title="Memory timeline"
@@ -406,7 +405,7 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
         />
       </Section>
 
-      {diagnostics.errors.length > 0 || diagnostics.warnings.length > 0 ? null : panel}
+      {panel}
     </div>
   );
 }

@@ -224,15 +224,12 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
   }));
   const hostnames = list(environment["hostnames"]).map((name) => str(name));
   const hasSteps = steps.length > 0;
-  const problemsFirst =
-    diagnostics.errors.length > 0 || diagnostics.warnings.length > 0 || !hasSteps;
   const panel = <DiagnosticsPanel diagnostics={diagnostics} />;
 
   return (
     <div class="analysis-view overview-page" data-testid="overview-page">
       <Verdict bottleneck={bottleneck} testid="overview-verdict" />
       <VerdictBasis doc={doc} testid="overview-verdict-basis" onView={onView} />
-      {problemsFirst ? panel : null}
 
       <div class="cards">
         <Card title="Average step time" testid="card-step-time">
@@ -403,7 +400,7 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
       <JittedFunctions doc={doc} run={run} view={view} host={host} />
       <TfFunctions doc={doc} run={run} view={view} host={host} />
 
-      {problemsFirst ? null : panel}
+      {panel}
     </div>
   );
 }

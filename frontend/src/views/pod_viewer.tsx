@@ -111,17 +111,16 @@ export function PodViewer({ doc, run, view, host }: ViewProps) {
   return (
     <div class="analysis-view pod-viewer" data-testid="pod-viewer" data-steps={pod.steps.length}
          data-hosts={pod.hosts.join(",")}>
-      <DiagnosticsPanel diagnostics={diagnostics} />
       {step === undefined ? (
         oneHost ? (
           <div class="state notice" data-testid="pod-no-steps">
             <strong>No step was found on host {host}</strong>, so there is nothing to show per
-            step. The diagnostics say what was looked for and how to mark steps.
+            step. The diagnostics below say what was looked for and how to mark steps.
           </div>
         ) : (
           <div class="state notice" data-testid="pod-no-steps">
             <strong>No step is common to every host</strong>, so there is nothing to show side
-            by side. The diagnostics say which steps each host has and why none match.
+            by side. The diagnostics below say which steps each host has and why none match.
           </div>
         )
       ) : (
@@ -220,6 +219,7 @@ export function PodViewer({ doc, run, view, host }: ViewProps) {
           )}
         </>
       )}
+      <DiagnosticsPanel diagnostics={diagnostics} />
     </div>
   );
 }

@@ -154,7 +154,7 @@ const LINE_COLUMNS: readonly Column<LineRow>[] = [
     value: (r) => r.busy_ms,
     render: (r) => formatMs(r.busy_ms),
     numeric: true,
-    title: "Sum of the line's event durations",
+    title: "Time covered by at least one of the line's events (nested events count once)",
   },
 ];
 
@@ -275,11 +275,9 @@ function HostInfo({ host, index }: { host: Readonly<Record<string, unknown>>; in
 export function ProfileInfo({ doc, run, view, host }: ViewProps) {
   const diagnostics = diagnosticsOf(doc);
   const hosts = list(doc["hosts"]).map((h) => record(h));
-  const problemsFirst = diagnostics.errors.length > 0 || diagnostics.warnings.length > 0;
   const panel = <DiagnosticsPanel diagnostics={diagnostics} />;
   return (
     <div class="analysis-view profile-info" data-testid="profile-info-view">
-      {problemsFirst ? panel : null}
       <div class="cards">
         <Card title="Hosts" testid="card-profile-hosts">
           <p class="card-main">
@@ -309,7 +307,7 @@ export function ProfileInfo({ doc, run, view, host }: ViewProps) {
       <p class="csv-line">
         <CsvLink run={run} view={view} host={host} table="lines" testid="lines-csv" />
       </p>
-      {problemsFirst ? null : panel}
+      {panel}
     </div>
   );
 }

@@ -42,6 +42,24 @@ const PARAMS: Partial<Record<ViewName, readonly string[]>> = {
   memory_profile: ["memory_id", "start_time_ms", "end_time_ms"],
 };
 
+/**
+ * What the page asks a view's `data` route for where the URL names no value: the page's
+ * defaults, which may differ from the route's own (docs/api.md). TensorFlow stats starts
+ * without IDLE, pies and table alike (IDLE is often most of the time: with it every op's
+ * share reads near 0 %); the route, and so the CSV and the CLI, keep IDLE by default.
+ * The URL carries a parameter only when the user chose it.
+ */
+const PAGE_DEFAULTS: Partial<Record<ViewName, ViewParams>> = {
+  tensorflow_stats: { include_idle: "false" },
+};
+
+/** The parameters of a view's `data` request: `params` (as `paramsFor` picks them) over the
+ * page's defaults for the view. */
+export function dataParamsFor(view: string | null, params: ViewParams): ViewParams {
+  const defaults = view !== null && isViewName(view) ? PAGE_DEFAULTS[view] : undefined;
+  return defaults ? { ...defaults, ...params } : params;
+}
+
 /** The renderer for a view: its dedicated one, or GenericView. */
 export function rendererFor(name: string): ViewRenderer {
   return (isViewName(name) ? RENDERERS[name] : undefined) ?? GenericView;

@@ -71,8 +71,14 @@ export const INPUT_BOUND_LEVELS = [
 export type InputBound = (typeof INPUT_BOUND_LEVELS)[number];
 
 export interface Bottleneck {
+  /** The reference's level (what `data-level` shows). */
   readonly input_bound: InputBound;
+  /** The level the page states: never input-bound where the profile shows no input pipeline. */
+  readonly stated_level: InputBound;
   readonly statement: string;
+  /** What bounds the step, e.g. "Bounded by device compute (93.6 %)"; "" without steps. */
+  readonly headline: string;
+  readonly bound_by: string;
 }
 
 /** A breakdown object with all nine categories; a category it lacks reads 0. */
@@ -106,14 +112,25 @@ export function statsOf(value: unknown): Stats {
   };
 }
 
-/** The verdict; a level the app does not know reads "unknown". */
+function levelOf(value: unknown): InputBound {
+  const level = str(value);
+  return (INPUT_BOUND_LEVELS as readonly string[]).includes(level)
+    ? (level as InputBound)
+    : "unknown";
+}
+
+/** The verdict; a level the app does not know reads "unknown", a missing stated level the
+ * reference's. */
 export function bottleneckOf(value: unknown): Bottleneck {
   const bottleneck = record(value);
-  const level = str(bottleneck["input_bound"]);
+  const level = levelOf(bottleneck["input_bound"]);
   return {
-    input_bound: (INPUT_BOUND_LEVELS as readonly string[]).includes(level)
-      ? (level as InputBound)
-      : "unknown",
+    input_bound: level,
+    stated_level: bottleneck["stated_level"] === undefined
+      ? level
+      : levelOf(bottleneck["stated_level"]),
     statement: str(bottleneck["statement"]),
+    headline: str(bottleneck["headline"]),
+    bound_by: str(bottleneck["bound_by"]),
   };
 }

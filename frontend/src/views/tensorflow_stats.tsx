@@ -1,7 +1,7 @@
 /**
  * tensorflow_stats: every op on the device and on the host, with its time and share.
  *
- * From the top: a tool bar (the "Include IDLE" toggle, the number of device and host ops,
+ * From the top: a tool bar (the "Include IDLE" switch, the number of device and host ops,
  * "summed over N hosts" for ALL_HOSTS), pies of self time per op and per op type for the
  * device (only when the profile has device rows) and for the host, then the op table:
  * sortable, filterable by op name, 100 rows a page (every row reachable, the count always
@@ -10,23 +10,22 @@
  * when the document has `gpu_tensor_core_utilization` (GPU profiles); HLO op, GFLOP/s and GB/s
  * columns when rows carry XLA facts (see xla_columns.ts).
  *
- * The toggle is a view parameter (`include_idle`, in the URL only when false): changing it
- * is a history entry and a re-fetch; the view stays, with its sort, filter and page, and
- * `data-include-idle` on its root says which document it shows.
+ * One switch for IDLE, off by default: pies and table start without it, as the reference's
+ * pies do (IDLE is often most of the time: a pie 80 % IDLE hides the ops, and a table with it
+ * reads every op's Self % near 0). The switch is a view parameter (`include_idle`; the page
+ * asks for `false` unless the URL says `true`, registry.ts): changing it is a history entry
+ * and a re-fetch; the view stays, with its sort, filter and page, and `data-include-idle` on
+ * its root says which document it shows. The CSV link asks for what is shown.
  *
- * The pies start without IDLE, as the reference's do (IDLE is often most of the time, and a
- * pie that is 80 % IDLE hides the ops): their own toggle (`pie-idle-toggle`, no re-fetch)
- * puts it back; it is disabled when the document holds no IDLE row.
- *
- * Hooks: tfstats-view (data-include-idle, data-rows), idle-toggle, pie-idle-toggle
- * (tfstats-pies, with data-pie-idle), tfstats-no-ops (why there is no row),
+ * Hooks: tfstats-view (data-include-idle, data-rows), idle-toggle, tfstats-pies (with
+ * data-pie-idle), tfstats-no-ops (why there is no row),
  * tfstats-num-device-rows,
  * tfstats-num-host-rows, tfstats-hosts with tfstats-host-count (only for several hosts),
  * pie-device-op, pie-device-type, pie-host-op, pie-host-type (see share_pie.tsx), the table
  * `tfstats` (tfstats-sort-<column>, tfstats-filter, tfstats-row-count, tfstats-page-*),
  * tfstats-row (data-op-name, data-side, data-rank) with tfstats-row-<column> cells, csv-link.
  */
-import { useMemo, useState } from "preact/hooks";
+import { useMemo } from "preact/hooks";
 import { DataTable, type Column, type Filter } from "../components/data_table";
 import { NO_PARAMS } from "../location";
 import { DiagnosticsPanel } from "./diagnostics";
@@ -49,7 +48,8 @@ const IDLE = "IDLE";
 const IDLE_COLOR = "#cfd8dc";
 const NO_TYPE = "(no type)";
 const IDLE_NOTE =
-  "IDLE is the time no op ran. Included, it is a row of each side and counts in the shares.";
+  "IDLE is the time no op ran. Included, it is a row and a pie slice of each side and counts " +
+  "in the shares.";
 
 export interface OpRow extends XlaFacts {
   readonly rank: number | null;
@@ -223,15 +223,11 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
     ];
   }, [rows, hasTensorCore]);
   const diagnostics = diagnosticsOf(doc);
-  const problemsFirst = diagnostics.errors.length > 0 || diagnostics.warnings.length > 0;
   const panel = <DiagnosticsPanel diagnostics={diagnostics} />;
   const hostCount = num(doc["host_count"]);
   const docIncludesIdle = bool(doc["include_idle"]) ?? true;
-  const wantsIdle = params["include_idle"] !== "false" && params["include_idle"] !== "0";
-  const [pieIdle, setPieIdle] = useState(false);
+  const wantsIdle = params["include_idle"] === "true" || params["include_idle"] === "1";
   const hasIdle = rows.some((row) => row.op_name === IDLE);
-  const pieRows = (sideRows: readonly OpRow[]) =>
-    pieIdle ? sideRows : sideRows.filter((row) => row.op_name !== IDLE);
   const numDevice = num(doc["num_device_rows"]) ?? deviceRows.length;
   const numHost = num(doc["num_host_rows"]) ?? hostRows.length;
 
@@ -254,8 +250,8 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
             onChange={(event) =>
               onParams(
                 (event.currentTarget as HTMLInputElement).checked
-                  ? NO_PARAMS
-                  : { include_idle: "false" },
+                  ? { include_idle: "true" }
+                  : NO_PARAMS,
               )
             }
           />
@@ -273,35 +269,12 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
           </span>
         ) : null}
       </div>
-      {problemsFirst ? panel : null}
 
-      <Section
-        title="Self time"
-        testid="tfstats-pies-section"
-        aside={
-          <label
-            class="toggle"
-            title={
-              hasIdle
-                ? "IDLE (the time no op ran) is left out of the pies unless this is checked"
-                : "This document holds no IDLE row (Include IDLE is off, or nothing was idle)"
-            }
-          >
-            <input
-              type="checkbox"
-              data-testid="pie-idle-toggle"
-              checked={pieIdle && hasIdle}
-              disabled={!hasIdle}
-              onChange={(event) => setPieIdle((event.currentTarget as HTMLInputElement).checked)}
-            />
-            IDLE in the pies
-          </label>
-        }
-      >
+      <Section title="Self time" testid="tfstats-pies-section">
         {rows.length > 0 ? (
-          <div class="pies" data-testid="tfstats-pies" data-pie-idle={String(pieIdle && hasIdle)}>
-            {deviceRows.length > 0 ? <SidePies rows={pieRows(deviceRows)} side="device" /> : null}
-            <SidePies rows={pieRows(hostRows)} side="host" />
+          <div class="pies" data-testid="tfstats-pies" data-pie-idle={String(hasIdle)}>
+            {deviceRows.length > 0 ? <SidePies rows={deviceRows} side="device" /> : null}
+            <SidePies rows={hostRows} side="host" />
           </div>
         ) : (
           <p class="hint">No op time to split into pies.</p>
@@ -340,7 +313,7 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
         />
       </Section>
 
-      {problemsFirst ? null : panel}
+      {panel}
     </div>
   );
 }

@@ -11,20 +11,43 @@ const LEVEL_TITLES: Readonly<Record<Bottleneck["input_bound"], string>> = {
   unknown: "Input-bound: unknown",
 };
 
+/** Levels at which the banner states the input level under its headline. */
+const STATED_LEVELS: ReadonlySet<Bottleneck["input_bound"]> = new Set([
+  "highly",
+  "moderately",
+  "potentially",
+]);
+
 /**
- * The bottleneck verdict, coloured by level (hook `<testid>` with `data-level`).
- * The statement is the server's text, shown as text.
+ * The bottleneck verdict: its headline says what bounds the step ("Bounded by device compute
+ * (93.6 %)"), a line under it the input level where the page calls the run input-bound, then
+ * the server's statement (as text). Coloured by the stated level; hooks `<testid>` with
+ * `data-level` (the reference's level), `data-stated-level` and `data-bound`,
+ * `<testid>-headline`, `<testid>-level`, `<testid>-statement`.
  */
 export function Verdict({ bottleneck, testid }: { bottleneck: Bottleneck; testid: string }) {
-  const level = bottleneck.input_bound;
+  const stated = bottleneck.stated_level;
+  const headline = bottleneck.headline;
   return (
     <section
-      class={`verdict verdict-${level}`}
+      class={`verdict verdict-${stated}`}
       data-testid={testid}
-      data-level={level}
+      data-level={bottleneck.input_bound}
+      data-stated-level={stated}
+      data-bound={bottleneck.bound_by}
       aria-label="Verdict"
     >
-      <h3 class="verdict-title">{LEVEL_TITLES[level]}</h3>
+      <h3
+        class={headline ? "verdict-title verdict-headline" : "verdict-title"}
+        data-testid={`${testid}-headline`}
+      >
+        {headline || LEVEL_TITLES[stated]}
+      </h3>
+      {headline && STATED_LEVELS.has(stated) ? (
+        <p class="verdict-level" data-testid={`${testid}-level`}>
+          {LEVEL_TITLES[stated]}
+        </p>
+      ) : null}
       <p class="verdict-statement" data-testid={`${testid}-statement`}>
         {bottleneck.statement || "The server gave no verdict statement."}
       </p>
@@ -120,7 +143,7 @@ export function NoSteps() {
   return (
     <div class="state notice no-steps" data-testid="no-steps">
       <strong>No training steps were found in this profile</strong>, so there is no step-time chart.
-      The diagnostics say why and how to mark steps.
+      The diagnostics below say why and how to mark steps.
     </div>
   );
 }

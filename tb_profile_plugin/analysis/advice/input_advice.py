@@ -47,9 +47,16 @@ def input_share(percent: float) -> Evidence:
 
 def input_advice(level: str, percent: float, framework: Framework, names: Sequence[str],
                  tf_data: TfDataVerdict | None = None) -> AdviceSet:
-    """The input advice for a verdict `level` with `percent` of the step time waiting for
-    input, in `framework`'s words; `names` are the profile's tf.data iterator names."""
+    """The input advice for a verdict `level` (the level the pages state: `Verdict.
+    stated_level`, so the withheld reason says what the banner says) with `percent` of the
+    step time waiting for input, in `framework`'s words; `names` are the profile's tf.data
+    iterator names."""
     out = AdviceSet()
+    if level == "potentially":  # the verdict's words: input work may hide in 'All others'
+        out.withhold("input", f"input takes {percent:.1f} % of the step time, under the 5 % "
+                              "that calls for input advice; the 'All others' time may hide "
+                              "more (potentially input-bound: see the verdict)")
+        return out
     if level not in INPUT_BOUND_LEVELS:
         if level != "unknown":
             out.withhold("input", f"input takes {percent:.1f} % of the step time: not "

@@ -189,7 +189,7 @@ def advice_for(analysis: HostAnalysis, tf_data: TfDataVerdict | None = None) -> 
         return out
     cats = {k: 100.0 * float(v.sum()) / total for k, v in category_ps(steps).items()}
     v = steps_verdict(analysis)
-    out.extend(input_advice(v.input_bound, v.input_percent, analysis.framework,
+    out.extend(input_advice(v.stated_level, v.input_percent, analysis.framework,
                             analysis.tf_data_names, tf_data))
     if v.bound_by == "transfers":
         _transfer_bound(out, analysis, cats)

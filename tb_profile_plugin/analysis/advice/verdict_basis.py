@@ -64,23 +64,26 @@ def tf_data_verdict(host: str, profile: Profile) -> TfDataVerdict | None:
 
 
 def without_input_pipeline(v: Verdict, has_tf_data: bool, root_rule: str) -> Verdict:
-    """Steps inferred from a jitted function's executions (`root_rule` "executions") of a
-    run whose profile shows no input pipeline are never called input-bound: the
-    "potentially" level (little input time, much 'All others' time that "may hide input
-    work") becomes "not" where no tf.data iterator event was recorded and no step time waits
-    for input (no IteratorGetNext, infeed or host-to-device copy): there is no input work for
-    the 'All others' time to hide. Other levels, and steps the profile marks, as they are:
-    there the level is the reference's (xprof 2.24.2 calls custom_loop, two_hosts and
-    jax_cpu_steps POTENTIALLY input-bound; tests/integration/test_reference_figures.py), while
-    on inferred steps the reference finds no steps and gives no verdict."""
-    if (root_rule != EXECUTION_RULE or v.input_bound != "potentially" or has_tf_data
-            or v.input_percent > 0):
+    """A run whose profile shows no input pipeline is never called input-bound: where the
+    level is "potentially" (little input time, much 'All others' time that "may hide input
+    work"), no tf.data iterator event was recorded and no step time waits for input (no
+    IteratorGetNext, infeed or host-to-device copy), the pages state "not" (`stated`) and say
+    why. On steps the profile marks the level stays the reference's (xprof 2.24.2 calls
+    custom_loop, two_hosts and jax_cpu_steps POTENTIALLY input-bound;
+    tests/integration/test_reference_figures.py), only the pages' words change; on steps
+    inferred from a jitted function's executions (`root_rule` "executions"), where the
+    reference finds no steps and gives no verdict, the level itself becomes "not". Other
+    levels, and runs with an input pipeline, as they are."""
+    if v.input_bound != "potentially" or has_tf_data or v.input_percent > 0:
         return v
-    return replace(v, input_bound="not", statement=(
-        "The program is NOT input-bound: the profile shows no input pipeline (no tf.data "
-        "iterator events, and no step time waits for input or copies to the device). "
+    statement = (
+        "The program is NOT input-bound: the profile shows no input pipeline in its steps (no "
+        "tf.data iterator events, and no step time waits for input or copies to the device). "
         f"{v.all_others_percent:.1f} % of the step time is 'All others' (outside any recorded "
-        "op): see the advice for what it is."))
+        "op): see the advice for what it is.")
+    if root_rule == EXECUTION_RULE:
+        return replace(v, input_bound="not", statement=statement)
+    return replace(v, stated="not", statement=statement)
 
 
 def steps_verdict(analysis: HostAnalysis) -> Verdict:
@@ -89,6 +92,16 @@ def steps_verdict(analysis: HostAnalysis) -> Verdict:
     (analysis/steps/breakdown.py), with `without_input_pipeline` applied."""
     return without_input_pipeline(verdict(analysis.steps), analysis.has_tf_data,
                                   analysis.root_rule)
+
+
+def bottleneck_json(v: Verdict) -> dict[str, Any]:
+    """The documents' `bottleneck` (docs/api.md): the reference's level (`input_bound`), the
+    level the page states (`stated_level`: never input-bound without an input pipeline), the
+    statement, and what bounds the step (`bound_by`, `bound_percent`, the banner's
+    `headline`, e.g. "Bounded by device compute (93.6 %)"; "" and 0 without steps)."""
+    return {"input_bound": v.input_bound, "stated_level": v.stated_level,
+            "statement": v.statement, "headline": v.headline, "bound_by": v.bound_by,
+            "bound_percent": v.bound_percent}
 
 
 def overview_input_bound(level: str) -> bool | None:

@@ -39,8 +39,8 @@ from tb_profile_plugin.analysis.ops.tf_functions import (
 )
 from tb_profile_plugin.analysis.steps.breakdown import host_bound_percent
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
-from tb_profile_plugin.analysis.steps.execution_steps import execution_steps, not_a_loop
-from tb_profile_plugin.analysis.steps.step_db import StepDb, build_step_db, classify
+from tb_profile_plugin.analysis.steps.profile_steps import profile_steps
+from tb_profile_plugin.analysis.steps.step_db import StepDb
 from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.analysis.tf_data.shape import tf_data_names
 from tb_profile_plugin.xspace.model import Profile
@@ -51,7 +51,6 @@ from tb_profile_plugin.xspace.producers import (
     is_accelerator_plane,
     plane_kind,
 )
-from tb_profile_plugin.xspace.schema import is_gpu_plane
 
 #: Line timestamps below this (ns) are relative to the capture start, not since the epoch.
 _RELATIVE_TIMESTAMP_NS = 10**17
@@ -169,54 +168,30 @@ def _environment(profile: Profile) -> RunEnvironment:
 
 def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
     table = forest.table
-    every_type, on_device, has_device = classify(forest, grouped_only=False)
-    types = np.where(forest.group_id >= 0, every_type, -1)  # classify's grouped_only rule
-    classified = (types, on_device, has_device)
-    steps = build_step_db(forest, classified)
+    found = profile_steps(profile)
+    steps, root_rule, every_type = found.steps, found.root_rule, found.every_type
     executions = profile_executions(profile)
-    root_rule, step_module, no_loop = forest.root_rule, "", ""
-    if root_rule == "none":
-        from_executions = execution_steps(forest, executions)
-        if from_executions is not None:
-            steps, step_module = from_executions.steps, from_executions.module
-            root_rule = EXECUTION_RULE
-        else:
-            no_loop = not_a_loop(executions)
     op_analysis = profile_ops(profile)
     if root_rule == EXECUTION_RULE:  # steps without groups: every kernel is the program's
         compute16, compute32 = compute_precision_ps(table, every_type)
     else:
-        compute16, compute32 = compute_precision_ps(table, types)
+        compute16, compute32 = compute_precision_ps(
+            table, np.where(forest.group_id >= 0, every_type, -1))
     ops = dataclasses.replace(op_analysis.ops, compute_16bit_ps=compute16,
                               compute_32bit_ps=compute32)
     iterator_names = tf_data_names(table.names)
     has_tf_data = bool(iterator_names)
-    core_steps = []
-    for index, plane in enumerate(profile.planes):
-        if not is_gpu_plane(plane.name):
-            continue
-        if root_rule == EXECUTION_RULE:
-            own_steps = execution_steps(forest, executions, plane_index=index)
-            if own_steps is not None:
-                core_steps.append((plane.name, own_steps.steps))
-            continue
-        elsewhere = on_device & (table.plane_index != index)  # other devices' events
-        if not elsewhere.any():  # one GPU: its steps are the host's (the same inputs)
-            core_steps.append((plane.name, steps))
-            continue
-        own = types.copy()
-        own[elsewhere] = -1
-        core_steps.append((plane.name, build_step_db(forest, (own, on_device, has_device))))
+    has_device, on_device = found.has_device, table.on_device
     framework = detect_framework(profile)
     hotspots = host_hotspots(forest, steps) if host_bound_percent(steps) is not None else ()
     return HostAnalysis(
         steps=steps, ops=ops, environment=_environment(profile), root_rule=root_rule,
         num_groups=forest.num_groups, has_device=has_device, has_tf_data=has_tf_data,
         num_device_kernels=int(on_device.sum()), kernels=op_analysis.kernels,
-        time_base_ns=time_base_ns(profile), core_steps=tuple(core_steps),
+        time_base_ns=time_base_ns(profile), core_steps=found.core_steps,
         framework=framework.framework, framework_evidence=framework.evidence,
-        jitted=jitted_functions(forest, executions), step_module=step_module,
-        not_a_loop=no_loop, graph_execution=graph_execution(forest),
+        jitted=jitted_functions(forest, executions), step_module=found.step_module,
+        not_a_loop=found.not_a_loop, graph_execution=graph_execution(forest),
         tf_functions=tf_functions(table), tf_data_names=iterator_names,
         host_hotspots=hotspots,
     )

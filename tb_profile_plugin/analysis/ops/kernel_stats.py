@@ -14,6 +14,11 @@ Shared memory per block is `static_shared + dynamic_shared` where the producer s
 older `shm:` and ROCm's `group_mem:` (the LDS, AMD's shared memory) give one total that is not
 split (`KernelDetails.unsplit_shared_bytes`), counted whole in `shared_memory_bytes`.
 
+A figure the producer did not write is unknown (None; "—" on the page), never 0: registers
+on ROCm (no `regs:`), the static/dynamic split where shared memory is one total, occupancy
+on TF <= 2.4 (no `occ_pct:`) and on ROCm, whose tracer writes `occ_pct:0` on every kernel (a
+kernel that ran had at least one wave resident: an occupancy of 0 is one never computed).
+
 Rows group events by kernel name, details, launching op and HLO op, sorted by total time. The
 launching op comes from the canonical columns (xspace/producers/): the TF op name or the JAX
 op path (`jit(matmul)/dot_general`), never the raw `tf_op` stat, which JAX fills with the
@@ -92,19 +97,24 @@ _TOKEN = re.compile(r"(\w+):([\d.,]+)")
 
 @dataclass(frozen=True)
 class KernelDetails:
-    registers_per_thread: int = 0
-    static_shared_bytes: int = 0
-    dynamic_shared_bytes: int = 0
+    """A kernel's launch facts; None where the producer did not write the figure."""
+
+    registers_per_thread: int | None = None
+    static_shared_bytes: int | None = None
+    dynamic_shared_bytes: int | None = None
     grid: tuple[int, int, int] = (1, 1, 1)
     block: tuple[int, int, int] = (1, 1, 1)
-    occupancy_percent: float = 0.0
+    occupancy_percent: float | None = None
     #: Shared memory given as one total (TF <= 2.4 `shm:`, ROCm `group_mem:`), not split.
-    unsplit_shared_bytes: int = 0
+    unsplit_shared_bytes: int | None = None
 
     @property
-    def shared_memory_bytes(self) -> int:
-        """Shared memory per block (LDS on AMD), in bytes, whichever form gave it."""
-        return self.static_shared_bytes + self.dynamic_shared_bytes + self.unsplit_shared_bytes
+    def shared_memory_bytes(self) -> int | None:
+        """Shared memory per block (LDS on AMD), in bytes, whichever form gave it; None when
+        no form did."""
+        parts = [b for b in (self.static_shared_bytes, self.dynamic_shared_bytes,
+                             self.unsplit_shared_bytes) if b is not None]
+        return sum(parts) if parts else None
 
 
 def parse_kernel_details(text: str) -> KernelDetails:
@@ -116,20 +126,22 @@ def parse_kernel_details(text: str) -> KernelDetails:
         parts += [1] * (3 - len(parts))
         return parts[0], parts[1], parts[2]
 
-    def number(key: str) -> float:
+    def number(key: str) -> float | None:
         try:
-            return float(values.get(key, "0"))
-        except ValueError:
-            return 0.0
+            return float(values[key])
+        except (KeyError, ValueError):
+            return None
 
-    def integer(key: str) -> int:
-        return int(number(key))
+    def integer(*keys: str) -> int | None:
+        found = [v for v in (number(k) for k in keys) if v is not None]
+        return int(sum(found)) if found else None
 
+    occupancy = number("occ_pct")
     return KernelDetails(
         registers_per_thread=integer("regs"), static_shared_bytes=integer("static_shared"),
         dynamic_shared_bytes=integer("dynamic_shared"), grid=dims("grid"), block=dims("block"),
-        occupancy_percent=number("occ_pct"),
-        unsplit_shared_bytes=integer("shm") + integer("group_mem"),
+        occupancy_percent=occupancy if occupancy is not None and occupancy > 0 else None,
+        unsplit_shared_bytes=integer("shm", "group_mem"),
     )
 
 

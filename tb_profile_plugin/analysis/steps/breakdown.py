@@ -19,6 +19,12 @@ device-to-device time (XLA's copies between memories, host offload, send/recv an
 for them: analysis/steps/step_db.py) is `TRANSFER_BOUND_PERCENT` or more of the step time
 (`transfer_bound_percent`), else the host where it computes `HOST_BOUND_PERCENT` or more with
 the device idle, else the computation.
+
+Every verdict with steps also names what bounds the step (`Verdict.bound_by`, `bound_percent`
+and the page's headline, "Bounded by device compute (93.6 %)"): input where the program is
+highly input-bound, transfers and the host by the rules above, else the category that takes
+the most of the step time: the computation (device compute; host compute on a CPU-only host),
+kernel launch, 'All others', output, collectives, compilation (`BOUNDS`).
 """
 
 from __future__ import annotations
@@ -53,6 +59,19 @@ HOST_BOUND_PERCENT = 50.0
 #: A device host whose device-to-device transfers (copies between memories and the waits for
 #: them) take this share of the step or more is bounded by transfers: `transfer_bound_percent`.
 TRANSFER_BOUND_PERCENT = 50.0
+#: What can bound a step (`Verdict.bound_by`), in the headline's words; the category each is.
+BOUNDS = {
+    "input": "input", "transfers": "device-to-device transfers",
+    "host": "host compute with the device idle", "computation": "device compute",
+    "kernel_launch": "kernel launch", "all_others": "'All others' time",
+    "output": "output (device to host)", "collectives": "device collectives",
+    "compilation": "compilation",
+}
+_BOUND_OF_CATEGORY = {
+    "input": "input", "device_to_device": "transfers", "device_compute": "computation",
+    "kernel_launch": "kernel_launch", "all_others": "all_others", "output": "output",
+    "device_collectives": "collectives", "compilation": "compilation",
+}
 HIGHLY_INPUT_BOUND_PERCENT = 20.0
 MODERATELY_INPUT_BOUND_PERCENT = 5.0
 ALL_OTHERS_POTENTIAL_PERCENT = 3.0
@@ -90,9 +109,32 @@ class Verdict:
     statement: str
     #: Device-to-device share of the step time (%): transfers and the waits for them.
     transfer_percent: float = 0.0
-    #: What bounds the step where it is not input: "transfers", "host", "computation"; ""
-    #: where input does (highly/moderately) or there are no steps.
+    #: What bounds the step (`BOUNDS`): "input" where the program is highly input-bound,
+    #: "transfers", "host", "computation", "kernel_launch", "all_others", ...; "" without steps.
     bound_by: str = ""
+    #: The share of the step time (%) of what bounds it.
+    bound_percent: float = 0.0
+    #: On a CPU-only host the computation is host compute (the headline's words).
+    cpu_only: bool = False
+    #: The level the pages state where it is not `input_bound` (analysis/advice/
+    #: verdict_basis.py `without_input_pipeline`: a run whose profile shows no input pipeline
+    #: is never called input-bound); "" where it is.
+    stated: str = ""
+
+    @property
+    def stated_level(self) -> str:
+        """The level the pages state: `input_bound`, unless `stated` says otherwise."""
+        return self.stated or self.input_bound
+
+    @property
+    def headline(self) -> str:
+        """The banner's headline, e.g. "Bounded by device compute (93.6 %)"; "" without
+        steps."""
+        if not self.bound_by:
+            return ""
+        words = ("host compute" if self.bound_by == "computation" and self.cpu_only
+                 else BOUNDS.get(self.bound_by, self.bound_by))
+        return f"Bounded by {words} ({self.bound_percent:.1f} %)"
 
 
 def host_bound_percent(steps: StepDb) -> float | None:
@@ -115,8 +157,20 @@ def transfer_bound_percent(steps: StepDb) -> float | None:
     return transfers if transfers >= TRANSFER_BOUND_PERCENT else None
 
 
-def _bound(steps: StepDb) -> tuple[str, str]:
-    """(bound_by, the sentence that says so) of a step not bounded by input."""
+def _largest(steps: StepDb) -> tuple[str, float]:
+    """(bound_by, share %) of the category that takes the most of the step time (ties: the
+    first in `CATEGORIES`); host compute is the computation on a CPU-only host, the host on
+    a device host."""
+    total = float(steps.duration_ps.sum())
+    shares = {k: 100.0 * float(v.sum()) / total for k, v in category_ps(steps).items()}
+    name = max(shares, key=lambda k: shares[k])
+    if name == "host_compute":
+        return ("host" if steps.has_device else "computation"), shares[name]
+    return _BOUND_OF_CATEGORY[name], shares[name]
+
+
+def _bound(steps: StepDb) -> tuple[str, str, float]:
+    """(bound_by, the sentence that says so, its share %) of a step not bounded by input."""
     transfers = transfer_bound_percent(steps)
     if transfers is not None:
         compute = 100.0 * float(category_ps(steps)["device_compute"].sum()) / float(
@@ -125,13 +179,18 @@ def _bound(steps: StepDb) -> tuple[str, str]:
             f"The step is bounded by transfers: {transfers:.1f} % of the step time is device "
             "to device (copies between memories, e.g. host offload or async copies, and the "
             f"device waiting for them), against {compute:.1f} % device compute. Focus on the "
-            "transfers.")
+            "transfers."), transfers
     host = host_bound_percent(steps)
     if host is not None:
         return "host", (
             f"But the device waits on the host: {host:.1f} % of the step time is host "
-            "compute, with the device idle. Focus on the host's work in the step.")
-    return "computation", "Focus on the computation."
+            "compute, with the device idle. Focus on the host's work in the step."), host
+    bound_by, percent = _largest(steps)
+    if bound_by == "computation":
+        return bound_by, "Focus on the computation.", percent
+    words = BOUNDS[bound_by]
+    return bound_by, (f"{words[0].upper()}{words[1:]} takes the most of the step time "
+                      f"({percent:.1f} %): focus there."), percent
 
 
 def verdict(steps: StepDb) -> Verdict:
@@ -144,17 +203,18 @@ def verdict(steps: StepDb) -> Verdict:
     input_percent = 100.0 * float(cats["input"].sum()) / total
     others = 100.0 * float(cats["all_others"].sum()) / total
     transfers = 100.0 * float(cats["device_to_device"].sum()) / total
-    bound_by = ""
     if input_percent >= HIGHLY_INPUT_BOUND_PERCENT:
+        bound_by, bound_percent = "input", input_percent
         level, text = "highly", (
             f"The program is HIGHLY input-bound: {input_percent:.1f} % of the step time is spent "
             "waiting for input. Reduce the input time first.")
     elif input_percent >= MODERATELY_INPUT_BOUND_PERCENT:
+        bound_by, _, bound_percent = _bound(steps)
         level, text = "moderately", (
             f"The program is MODERATELY input-bound: {input_percent:.1f} % of the step time is "
             "spent waiting for input. Look at both the input pipeline and the computation.")
     elif others >= ALL_OTHERS_POTENTIAL_PERCENT:
-        bound_by, focus = _bound(steps)
+        bound_by, focus, bound_percent = _bound(steps)
         level, text = "potentially", (
             f"The program is POTENTIALLY input-bound: only {input_percent:.1f} % of the step "
             f"time waits for input, but {others:.1f} % is 'All others' time (outside any "
@@ -162,11 +222,12 @@ def verdict(steps: StepDb) -> Verdict:
         if bound_by == "transfers":
             text += " " + focus
     else:
-        bound_by, focus = _bound(steps)
+        bound_by, focus, bound_percent = _bound(steps)
         level, text = "not", (
             f"The program is NOT input-bound: {input_percent:.1f} % of the step time waits for "
             f"input. {focus}")
-    return Verdict(level, input_percent, others, text, transfers, bound_by)
+    return Verdict(level, input_percent, others, text, transfers, bound_by, bound_percent,
+                   not steps.has_device)
 
 
 def steps_json(steps: StepDb) -> list[dict[str, object]]:

@@ -146,6 +146,12 @@ def _device_name_type(name: str) -> int:
             else EventType.DEVICE_COMPUTE_32)
 
 
+def is_host_to_device(device_event_name: str) -> bool:
+    """Whether a device event of this name is a host-to-device copy, input time of the step
+    breakdown (the rule `classify` applies to device events by name)."""
+    return _device_name_type(device_event_name) == EventType.HOST_TO_DEVICE
+
+
 def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.ndarray, bool]:
     """(event type per event (int8), -1 unclassified / -2 marker; device mask; has_device).
     `grouped_only`: events outside every group are unclassified (-1)."""

@@ -73,6 +73,7 @@ from tb_profile_plugin.xspace.producers.names import (
 from tb_profile_plugin.xspace.producers.programs import (
     dispatched_module,
     host_execution_module,
+    is_async_start,
     is_collective,
     is_kernel_launch,
     is_transfer,
@@ -119,6 +120,7 @@ __all__ = [
     "host_execution_module",
     "in_derived_id_range",
     "is_accelerator_plane",
+    "is_async_start",
     "is_collective",
     "is_kernel_launch",
     "is_transfer",

@@ -61,6 +61,7 @@ from tb_profile_plugin.xspace.producers.names import (
     TF24_OP_STAT,
     TF_OP_STAT,
 )
+from tb_profile_plugin.xspace.producers.programs import module_display_name
 from tb_profile_plugin.xspace.producers.text_codes import LineStats, TextIndex
 from tb_profile_plugin.xspace.unique_rows import unique_rows
 
@@ -279,8 +280,8 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex,
     low_precision = np.zeros(stats.n, bool)
     if hlo_ops is not None and len(hlo_ops):
         from_hlo = _from_hlo(hlo_ops, index, kernel, hlo, program, module)
-        _add_library_calls_in_graphs(from_hlo, hlo_ops, index, stats, line, kernel, hlo,
-                                     program, module)
+        _add_graph_instructions(from_hlo, hlo_ops, index, stats, line, kernel, hlo, program,
+                                module)
         # The instruction's own op wins over `name`, which may hold only its scope
         # (`jit(f)` for a fusion XLA made of `jit(f)/tanh`), as the reference reads it.
         jax_name = np.where(from_hlo.op_name >= 0, from_hlo.op_name, jax_name)
@@ -291,7 +292,11 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex,
     untyped = (op_type < 0) & (op_name >= 0)
     if untyped.any():  # a JAX op path is typed by its last component, as the reference does
         op_type[untyped] = _path_leaves(op_name[untyped], index)
-    module = np.where(module >= 0, module, program)
+    # TPU ops name their program by id only (`program_id`, often negative): the module is
+    # the name its executions carry on the plane's "XLA Modules" line; an id no execution
+    # names is no module shown (never the bare id).
+    module = np.where(module >= 0, module,
+                      _program_modules(plane, line, program, index) if xla_line else program)
     op_name = np.where(op_name >= 0, op_name,
                        hlo if xla_line else _module_hlo_ops(module, hlo, index))
     missing = (op_type < 0) & (hlo >= 0)
@@ -348,15 +353,17 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
 
 
 
-def _add_library_calls_in_graphs(from_hlo: _FromHlo, hlo_ops: HloInstructions,
-                                 index: TextIndex, stats: LineStats, line: Line,
-                                 kernel: np.ndarray, hlo: np.ndarray, program: np.ndarray,
-                                 module: np.ndarray) -> None:
-    """Into `from_hlo`: the cuBLAS custom-call of each library kernel replayed inside a CUDA
-    graph (`hlo_op` = `command_buffer_N`), where the replay pairs with its module's schedule
-    (`HloInstructions.library_calls_in_graph`). One replay: the kernels of one graph launch
-    (one `correlation_id`) on this line, in the order they started; replays that ran the same
-    kernels are paired once."""
+def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index: TextIndex,
+                            stats: LineStats, line: Line, kernel: np.ndarray, hlo: np.ndarray,
+                            program: np.ndarray, module: np.ndarray) -> None:
+    """Into `from_hlo`: the instruction of each kernel replayed inside a CUDA graph (`hlo_op`
+    = `command_buffer_N`) at its place in its module's schedule, where the replay pairs with
+    the schedule (`HloInstructions.instructions_in_graph`): a cuBLAS kernel's custom-call, and
+    a fusion kernel's own fusion, not the fusion its name names (XLA compiles one kernel for
+    identical fusions and names it after the first). Where a replay does not pair, its
+    kernels keep what their names resolve to (`_from_hlo`). One replay: the kernels of one
+    graph launch (one `correlation_id`) on this line, in the order they started; replays that
+    ran the same kernels are paired once, and each replay's events are written at once."""
     texts = index.texts
     buffers = [code for code in np.unique(hlo[hlo >= 0]).tolist()
                if texts[code].startswith(COMMAND_BUFFER_PREFIX)]
@@ -371,17 +378,69 @@ def _add_library_calls_in_graphs(from_hlo: _FromHlo, hlo_ops: HloInstructions,
     order = np.lexsort((line.events.start_ps[rows], keys[:, 2], keys[:, 1], keys[:, 0]))
     rows, keys = rows[order], keys[order]
     starts = np.flatnonzero(np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)])
-    paired: dict[tuple[int, ...], list[tuple[int, int, int, bool]]] = {}
+    paired: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
     for replay in np.split(rows, starts[1:]):
         key = (int(which[replay[0]]), *kernel[replay].tolist())
         if key not in paired:  # one pairing per distinct replay, not per replay
-            calls = hlo_ops.library_calls_in_graph(
+            found = hlo_ops.instructions_in_graph(
                 texts[key[0]], [texts[k] if k >= 0 else "" for k in key[1:]])
-            paired[key] = [(k, index.code(ins.op_name) if ins.op_name else -1,
-                            index.code(ins.name), ins.low_precision)
-                           for k, ins in enumerate(calls) if ins is not None]
-        for k, op, name, low in paired[key]:
-            event = int(replay[k])
-            from_hlo.op_name[event] = op
-            from_hlo.hlo_op[event] = name
-            from_hlo.low_precision[event] = low
+            instructions = [ins for ins in found if ins is not None]
+            paired[key] = (
+                np.array([k for k, ins in enumerate(found) if ins is not None], np.int64),
+                np.array([index.code(ins.op_name) if ins.op_name else -1
+                          for ins in instructions], np.int64),
+                np.array([index.code(ins.name) for ins in instructions], np.int64),
+                np.array([ins.low_precision for ins in instructions], bool))
+        places, ops, names, low = paired[key]
+        if len(places):
+            events = replay[places]
+            from_hlo.op_name[events] = ops
+            from_hlo.hlo_op[events] = names
+            from_hlo.low_precision[events] = low
+
+
+_MODULE_WITH_ID = re.compile(r"^(.*)\((-?\d+)\)$")
+
+
+def _program_modules(plane: Plane, line: Line, program: np.ndarray,
+                     index: TextIndex) -> np.ndarray:
+    """Per event of an XLA Ops line: the code of its module's name (`jit_f`), from its
+    `program_id` (codes in `program`), -1 where no execution names it. An execution on the
+    plane's "XLA Modules" line is named `jit_f(<program id>)` (the id as uint64, where the op's
+    stat may hold it as int64); an id named by no execution takes the module whose execution
+    holds the program's first op. One lookup per distinct program or name, not per event."""
+    present = np.unique(program[program >= 0])
+    out = np.full(len(program), -1, np.int64)
+    modules = [m for m in plane.lines if kind_of(plane, m) == LineKind.XLA_MODULES
+               and len(m.events)]
+    if not len(present) or not modules:
+        return out
+    meta = plane.event_metadata
+    by_id: dict[int, str] = {}
+    spans: list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = []
+    for m in modules:
+        rows, which = np.unique(meta.rows_of(m.events.metadata_id), return_inverse=True)
+        names = [meta.names[int(r)] if r >= 0 else "" for r in rows.tolist()]
+        for name in names:
+            found = _MODULE_WITH_ID.match(name)
+            if found:
+                by_id.setdefault(int(found.group(2)) % 2**64, module_display_name(name))
+        order = np.argsort(m.events.start_ps, kind="stable")
+        spans.append((m.events.start_ps[order],
+                      (m.events.start_ps + m.events.duration_ps)[order],
+                      which.ravel()[order], [module_display_name(n) for n in names]))
+    texts = index.texts
+    for code in present.tolist():
+        text = texts[code]
+        found_name = by_id.get(int(text) % 2**64) if text.lstrip("-").isdigit() else None
+        events = program == code
+        if found_name is None:  # the module whose execution holds the program's first op
+            first = int(line.events.start_ps[events].min())
+            for begin, end, which, shown in spans:
+                k = int(np.searchsorted(begin, first, side="right")) - 1
+                if k >= 0 and first < int(end[k]):
+                    found_name = shown[int(which[k])]
+                    break
+        if found_name:
+            out[events] = index.code(found_name)
+    return out

@@ -104,6 +104,17 @@ def is_transfer(hlo_op: str) -> bool:
     return bool(_TRANSFER_HLO.match(hlo_op.lower()))
 
 
+#: An async op's start (XLA issues it and moves on; the work is timed by its `-done`).
+_ASYNC_START_HLO = re.compile(r"^(?:[a-z][\w-]*-start|send|recv)(?:\.\d+)*$")
+
+
+def is_async_start(hlo_op: str) -> bool:
+    """An HLO op that starts an async operation (`copy-start`, `all-reduce-start`,
+    `async-start`, `send`, `recv`): its own time is the issue, not the transfer, so no rate
+    over it means anything."""
+    return bool(_ASYNC_START_HLO.match(hlo_op.lower()))
+
+
 def is_transfer_wait(hlo_op: str) -> bool:
     """An HLO op that waits for a transfer to finish (`copy-done`, `send-done`,
     `recv-done`)."""

@@ -41,7 +41,7 @@ def test_rocm_group_mem_is_the_shared_memory() -> None:
         occupancy_percent=25))
     assert (d.grid, d.block, d.occupancy_percent) == ((304, 2, 1), (256, 1, 1), 25.0)
     assert (d.shared_memory_bytes, d.static_shared_bytes, d.dynamic_shared_bytes,
-            d.registers_per_thread) == (65536, 0, 0, 0)
+            d.registers_per_thread) == (65536, None, None, None)  # unknown, never 0
 
 
 def test_nvidia_forms_keep_their_shared_memory() -> None:
@@ -51,7 +51,8 @@ def test_nvidia_forms_keep_their_shared_memory() -> None:
             split.shared_memory_bytes) == (38, 1024, 512, 1536)
     older = parse_kernel_details("regs:38 shm:2048 grid:160,1,1 block:1024,1,1")
     assert (older.registers_per_thread, older.shared_memory_bytes, older.grid, older.block,
-            older.occupancy_percent) == (38, 2048, (160, 1, 1), (1024, 1, 1), 0.0)
+            older.occupancy_percent) == (38, 2048, (160, 1, 1), (1024, 1, 1), None)
+    assert (older.static_shared_bytes, older.dynamic_shared_bytes) == (None, None)
 
 
 @pytest.mark.parametrize(("kernel", "expected"), [

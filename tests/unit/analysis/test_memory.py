@@ -60,7 +60,7 @@ def test_summary_and_peak(doc: dict[str, Any]) -> None:
     assert summary["peak"] == {
         "time_ms": 0.13, "time_ps": 130 * US, "stack_bytes": STACK, "heap_bytes": 8656,
         "free_bytes": 1244, "in_use_bytes": 8756, "fragmentation_percent": pytest.approx(40.0),
-        "step_id": 1,
+        "step_id": 1, "step": 2,  # group 1 is the `train` marker with step_num 2
     }
     assert any("lifetime (9000 bytes)" in text for text in doc["diagnostics"]["info"])
     assert any("1 deallocation(s)" in text for text in doc["diagnostics"]["info"])
@@ -90,7 +90,7 @@ def test_timeline_has_every_snapshot_with_details(doc: dict[str, Any]) -> None:
         "index": 8, "time_ms": 0.15, "stack_bytes": STACK, "heap_bytes": 4048,
         "free_bytes": 5852, "fragmentation_percent": pytest.approx(20.0),
         "event": "deallocation", "requested_bytes": 4000, "allocation_bytes": 4096,
-        "address": 0x2000, "tf_op": "conv/Conv2D", "step_id": 1, "region_type": "temp",
+        "address": 0x2000, "tf_op": "conv/Conv2D", "step_id": 1, "step": 2, "region_type": "temp",
         "data_type": "half", "tensor_shape": "[8,8,32]", "inherited": True,
     }
     assert timeline[3]["fragmentation_percent"] is None

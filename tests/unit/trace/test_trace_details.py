@@ -52,15 +52,19 @@ def test_gpu_tracks_derived_and_ordered() -> None:
     index = trace.hosts[0].index
     assert [p.name for p in index.processes] == ["/device:GPU:0", "/host:CPU"]
     gpu, host = index.processes
-    assert [t.name for t in gpu.threads] == ["Steps", "TensorFlow Ops", "Stream #12(Compute)"]
+    assert [t.name for t in gpu.threads] == ["Steps", "Steps: device busy", "TensorFlow Ops",
+                                             "Stream #12(Compute)"]
     assert [t.name for t in host.threads] == ["python", "tf_data_iterator_resource/3"]
-    assert index.num_derived_events == 3
+    assert index.num_derived_events == 4
     ids = visible_events(index, 0, 10**12, 0).ids
     rows = [(index.tracks[int(t)].name, index.names[int(index.name_id[i])],
              int(index.start_ps[i]) // US, int(index.end_ps[i]) // US)
             for i, t in zip(ids, index.track_of(ids), strict=True)]
-    assert rows[:3] == [
-        ("Steps", "5", 30, 44),
+    # Steps: the overview's step (the host marker holds the device work); its device part
+    # below it.
+    assert rows[:4] == [
+        ("Steps", "5", 0, 100),
+        ("Steps: device busy", "5", 30, 44),
         ("TensorFlow Ops", "dense/MatMul:MatMul", 30, 41),
         ("TensorFlow Ops", "Relu:Relu", 42, 44),
     ]

@@ -122,11 +122,14 @@ def test_jax_gpu_tracks_without_run_id_split_at_the_argument_copy() -> None:
     index = build_index(decode_xspace(_jax_space(None, second_at=100)))
     gpu = "/device:GPU:0"
     assert _threads(index, gpu) == [
-        ("Steps", True), ("XLA Modules", True), ("Framework Ops", True), ("XLA Ops", True),
+        ("Steps", True), ("Steps: device busy", True), ("XLA Modules", True),
+        ("Framework Ops", True), ("XLA Ops", True),
         ("Stream #1(Kernel)", False), ("Stream #2(MemcpyH2D)", False)]
     # No step marker: jit_f's two executions are the steps, each from one call's start to the
-    # next's; step 0 holds the argument copy at 60-62 us.
-    assert _events(index, gpu, "Steps") == [("0", 0, 62), ("1", 100, 125)]
+    # next's (the overview's spans, drawn as the Steps bars); step 0's device work holds the
+    # argument copy at 60-62 us.
+    assert _events(index, gpu, "Steps") == [("0", 0, 100), ("1", 100, 125)]
+    assert _events(index, gpu, "Steps: device busy") == [("0", 0, 62), ("1", 100, 125)]
     assert _events(index, gpu, "XLA Modules") == [("jit_f", 0, 25), ("jit_f", 100, 125)]
     runs = [("jit(f)/dot_general", 0, 12), ("jit(f)/add", 14, 17), ("jit(f)/dot_general", 18, 25)]
     # The last op of the first execution is the first of the second: still two runs.
@@ -135,7 +138,7 @@ def test_jax_gpu_tracks_without_run_id_split_at_the_argument_copy() -> None:
     hlo = [("dot.1", 0, 12), ("add.2", 14, 17), ("dot.1", 18, 25)]
     assert _events(index, gpu, "XLA Ops") == hlo + [
         (name, start + 100, end + 100) for name, start, end in hlo]
-    assert index.num_derived_events == 2 + 2 + 6 + 6
+    assert index.num_derived_events == 2 + 2 + 2 + 6 + 6
     assert not any("XlaModule" in index.names[int(i)] for i in np.unique(index.name_id))
 
 
@@ -169,7 +172,8 @@ def test_real_jax_gpu_capture_modules_split_per_execution() -> None:
     assert len(gpus) == 8
     for process in gpus:
         names = [t.name for t in process.threads]
-        assert names[:4] == ["Steps", "XLA Modules", "Framework Ops", "XLA Ops"]
+        assert names[:5] == ["Steps", "Steps: device busy", "XLA Modules", "Framework Ops",
+                             "XLA Ops"]
         assert "TensorFlow Ops" not in names and names.count("XLA Modules") == 1
     for process in gpus:
         modules = _events(index, process.name, "XLA Modules")

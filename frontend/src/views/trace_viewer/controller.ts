@@ -66,6 +66,8 @@ export interface HoverInfo {
   readonly count: number;
 }
 
+/** Boundaries between touching bars reported to the test hook (the first, left to right). */
+const MAX_HOOK_BOUNDARIES = 2000;
 /** The widest drawn blocks reported to the test hook. */
 const MAX_HOOK_BLOCKS = 20;
 
@@ -121,7 +123,10 @@ export class TraceController {
   private inputAt: number | null = null;
   /** The input that took the view out of the loaded window, while it is not yet covered. */
   private uncoveredSince: number | null = null;
-  private readonly onScroll = (): void => this.schedule();
+  private readonly onScroll = (): void => {
+    this.clearHover();
+    this.schedule();
+  };
 
   constructor(
     private readonly scroller: HTMLDivElement,
@@ -250,8 +255,17 @@ export class TraceController {
 
   setView(view: TimeView): void {
     this.inputAt ??= performance.now();
-    this.viewValue = clampView(view, this.fullUs);
+    const next = clampView(view, this.fullUs);
+    if (next.startUs !== this.viewValue.startUs || next.endUs !== this.viewValue.endUs)
+      this.clearHover();
+    this.viewValue = next;
     this.schedule();
+  }
+
+  /** Hides the hover note: what it described moved (a zoom, a pan, a scroll of the rows);
+   * the next pointer move says what is under the pointer then. */
+  clearHover(): void {
+    if (this.hoverKey !== "") this.hover(null, 0);
   }
 
   /** Zooms by `factor` (> 1: in) about canvas x `x` (the centre when null). */
@@ -308,9 +322,14 @@ export class TraceController {
   }
 
   /** Pans and zooms to `event`, expands its process, scrolls its row into view, selects it. */
-  reveal(event: PlacedEvent): void {
+  /** Shows `event`: `around` (clamped to the trace; default: viewAround), its row, selected. */
+  reveal(event: PlacedEvent, around?: TimeView): void {
     if (this.collapsed.delete(event.pid)) this.relayout();
-    this.viewValue = viewAround(event.startUs, event.durationUs, this.fullUs);
+    this.clearHover();
+    this.viewValue =
+      around === undefined
+        ? viewAround(event.startUs, event.durationUs, this.fullUs)
+        : clampView(around, this.fullUs);
     const row = rowOfEvent(this.layoutCache, event.pid, event.tid, event.depth);
     if (row !== null) {
       const visible = this.heightPx - RULER_HEIGHT_PX;
@@ -430,6 +449,8 @@ export class TraceController {
     hook.targets = stats.targets;
     this.drawnBlocks = stats.blocks;
     hook.drawn_blocks = stats.blocks.length;
+    hook.boundaries = stats.boundaries.slice(0, MAX_HOOK_BOUNDARIES).map((b) => ({ row: b.row, x: b.x }));
+    hook.drawn_boundaries = stats.boundaries.length;
     hook.blocks = [...stats.blocks]
       .sort((a, b) => b.w - a.w)
       .slice(0, MAX_HOOK_BLOCKS)

@@ -20,6 +20,13 @@
  * for a few characters, cut to the width with an ellipsis (estimated from the font's average
  * glyph width, never measured per event).
  *
+ * Boundaries stay visible at every zoom (issue 29: 130 back-to-back 10 ms steps drew as one
+ * bar): where a bar starts at (or within a pixel of) the right edge of the row's previous bar,
+ * a 1 px line of the background is drawn at its left edge; and a run of sub-pixel items never
+ * spans two events of the row above (its parent row): it ends where the item under it changes
+ * parent event (or leaves one), and the next run starts with a boundary. The server cuts its
+ * density blocks the same way (trace/window.py `split_at_parents`).
+ *
  * The ruler's labels stay distinct at every zoom (viewport.ts `rulerTicks`).
  */
 import { fitMiddle, middleCut } from "../../components/middle_text";
@@ -79,6 +86,17 @@ export interface Target {
   readonly h: number;
 }
 
+/** A 1 px boundary between two touching bars of a row (canvas CSS px). */
+export interface Boundary {
+  readonly row: string;
+  readonly x: number;
+  readonly y: number;
+  readonly h: number;
+}
+
+/** The background line drawn at a boundary. */
+const BOUNDARY_COLOUR = "#ffffff";
+
 /** A drawn density block: several events too small to draw one by one. */
 export interface DrawnBlock {
   readonly row: string;
@@ -108,6 +126,8 @@ export interface FrameStats {
   readonly targets: readonly Target[];
   /** Every density block drawn (hover and click read them), in drawing order. */
   readonly blocks: readonly DrawnBlock[];
+  /** Boundaries drawn between touching bars, by row then x. */
+  readonly boundaries: readonly Boundary[];
   /** The ruler's tick labels, left to right. */
   readonly rulerLabels: readonly string[];
   /** The thread names drawn in the gutter: the full name and the text drawn (maybe cut). */
@@ -212,6 +232,7 @@ function drawRowEvents(
   targets: Target[],
   blocks: DrawnBlock[],
   counts: { events: number; rects: number },
+  boundaries: Boundary[],
 ): void {
   const key = rowKey(row.process.pid, row.thread.tid, row.depth);
   const events = win.rows.get(key);
@@ -226,6 +247,34 @@ function drawRowEvents(
   if (!events && !rowBlocks) return;
   const y = screenY(input, row.y) + 1;
   const h = row.height - 2;
+  // The row above: a run of sub-pixel items never spans an edge of one of its bars (its
+  // events a pixel wide or more; narrower ones draw no edge to respect).
+  const parentRow = row.depth >= 1 ? win.rows.get(rowKey(row.process.pid, row.thread.tid, row.depth - 1)) : undefined;
+  const parents = parentRow ? parentRow.indices : new Int32Array(0);
+  const minParentUs = 1 / scale;
+  let parentAt = -1; // the last parent event starting at or before the items so far
+  let wideSeen = 0; // parent bars among them
+  let wideEndUs = -Infinity; // the latest end of those bars
+  /** Which stretch between parent-bar edges `us` is in; items come in start order. */
+  const slotOf = (us: number): number => {
+    while (parentAt + 1 < parents.length) {
+      const p = parents[parentAt + 1] as number;
+      const ps = win.startUs[p] as number;
+      if (ps > us) break;
+      parentAt++;
+      const pd = win.durationUs[p] as number;
+      if (pd >= minParentUs) {
+        wideSeen++;
+        wideEndUs = Math.max(wideEndUs, ps + pd);
+      }
+    }
+    return 2 * wideSeen + (us < wideEndUs ? 0 : 1);
+  };
+  // The right edge (track x) of the row's last rectangle: a bar starting there gets a boundary.
+  let lastRight = -Infinity;
+  const boundaryAt = (left: number): void => {
+    if (left <= lastRight + 1 && left >= 0 && left <= trackWidth) boundaries.push({ row: key, x: GUTTER_WIDTH_PX + left, y, h });
+  };
   // The pending run of sub-pixel items (events, server blocks), in screen x.
   let runStart = 0;
   let runEnd = -Infinity;
@@ -233,8 +282,11 @@ function drawRowEvents(
   let runCount = 0;
   let runStartUs = 0;
   let runEndUs = 0;
+  let runSlot = -1;
   const flush = (): void => {
     if (runColour < 0) return;
+    boundaryAt(runStart);
+    lastRight = Math.max(runEnd, runStart + 1);
     const x = GUTTER_WIDTH_PX + Math.max(runStart, -2);
     const w = Math.max(Math.min(runEnd, trackWidth + 2) - Math.max(runStart, -2), 1);
     if (runCount >= 2) {
@@ -248,7 +300,8 @@ function drawRowEvents(
   };
   /** Adds a sub-pixel item [x0, x1] holding `count` events to the run (or starts a new one). */
   const add = (x0: number, x1: number, count: number, colour: number, s: number, e: number): void => {
-    if (runColour >= 0 && x0 <= runEnd + 1) {
+    const slot = slotOf(s);
+    if (runColour >= 0 && x0 <= runEnd + 1 && slot === runSlot) {
       if (x1 > runEnd) runEnd = x1;
       if (e > runEndUs) runEndUs = e;
       runCount += count;
@@ -256,6 +309,7 @@ function drawRowEvents(
     }
     flush();
     runColour = colour;
+    runSlot = slot;
     runStart = x0;
     runEnd = Math.max(x1, x0 + 1);
     runCount = count;
@@ -301,6 +355,8 @@ function drawRowEvents(
     const left = Math.max(x0, -2);
     const right = Math.min(x1, trackWidth + 2);
     const w = right - left;
+    boundaryAt(x0);
+    lastRight = x1;
     (buckets[colourIndex(eventName(win, i))] as number[]).push(GUTTER_WIDTH_PX + left, y, w, h);
     counts.rects++;
     if (w >= MIN_TEXT_WIDTH_PX) texts.push(GUTTER_WIDTH_PX + left, y, w, i);
@@ -489,6 +545,7 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
   const counts = { events: 0, rects: 0 };
   const targets: Target[] = [];
   const blocks: DrawnBlock[] = [];
+  const boundaries: Boundary[] = [];
   const rowKeys: string[] = [];
   for (const list of buckets) list.length = 0;
   for (const list of hatchedBuckets) list.length = 0;
@@ -496,7 +553,7 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
   for (const row of rows) {
     if (row.kind !== "track") continue;
     rowKeys.push(rowKey(row.process.pid, row.thread.tid, row.depth));
-    if (win !== null) drawRowEvents(input, win, row, trackWidth, targets, blocks, counts);
+    if (win !== null) drawRowEvents(input, win, row, trackWidth, targets, blocks, counts, boundaries);
   }
   // One path and one fillStyle per colour.
   buckets.forEach((list, colour) => {
@@ -515,6 +572,11 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
       ctx.rect(list[k] as number, list[k + 1] as number, list[k + 2] as number, list[k + 3] as number);
     ctx.fill();
   });
+  // Boundaries between touching bars, over their fills.
+  ctx.fillStyle = BOUNDARY_COLOUR;
+  ctx.beginPath();
+  for (const b of boundaries) ctx.rect(Math.round(b.x), b.y, 1, b.h);
+  ctx.fill();
   ctx.font = FONT;
   const glyph = averageGlyphWidth(ctx);
   ctx.fillStyle = TEXT_COLOUR;
@@ -560,6 +622,7 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
     flows,
     targets,
     blocks,
+    boundaries,
     rulerLabels,
     threadLabels,
   };

@@ -6,8 +6,11 @@
  * wrap around at the ends. A new query starts where the user is looking: at the first match
  * that starts at or after the view's start (the route's `from_us`; matches are in time
  * order), or going backwards at the last match before it. The status says "k of N".
- * Each match is handed to the timeline, which pans and zooms to it, expands its process,
- * scrolls its row into view and selects it.
+ * Each match is handed to the timeline, which pans and zooms to it (`matchView`: the event
+ * with a margin as long as itself on each side, widened to show its enclosing event, the
+ * route's `parent`, up to CONTEXT_LIMIT times the event's length), expands its process,
+ * scrolls its row into view and selects it; the keyboard focus then goes back to the
+ * timeline, so W/A/S/D move around the match at once (click the box to search again).
  *
  * Hooks: trace-search (the input), trace-search-prev, trace-search-next, trace-search-status
  * ("3 of 120", with data-index (0-based) and data-total; "No match").
@@ -16,6 +19,34 @@ import { useRef, useState } from "preact/hooks";
 import { ApiError, getJson, routeUrl } from "../../api";
 import { num, record, str } from "../format";
 import type { PlacedEvent } from "./draw";
+import type { TimeView } from "./viewport";
+
+/** A match's view is at most this many times its own length (at least 1 µs) wide. */
+export const CONTEXT_LIMIT = 100;
+
+/** The time range shown around a search match (µs): the match with a margin of its own
+ * length on each side (so it fills the middle third), widened to its parent plus a tenth of
+ * the parent's length on each side, but never wider than CONTEXT_LIMIT times the match's
+ * length (at least 1 µs): a 5 µs op in a 40 ms step shows 500 µs around it, not the step. */
+export function matchView(
+  startUs: number,
+  durationUs: number,
+  parent: { readonly startUs: number; readonly durationUs: number } | null,
+): TimeView {
+  const length = Math.max(durationUs, 1);
+  let lo = startUs - length;
+  let hi = startUs + durationUs + length;
+  if (parent !== null) {
+    lo = Math.min(lo, parent.startUs - parent.durationUs / 10);
+    hi = Math.max(hi, parent.startUs + parent.durationUs * 1.1);
+  }
+  const limit = CONTEXT_LIMIT * length;
+  if (hi - lo <= limit) return { startUs: lo, endUs: hi };
+  // Too wide: CONTEXT_LIMIT lengths centred on the match, kept inside the wanted range.
+  const centre = startUs + durationUs / 2;
+  const start = Math.min(Math.max(centre - limit / 2, lo), hi - limit);
+  return { startUs: start, endUs: start + limit };
+}
 
 interface SearchState {
   readonly query: string;
@@ -28,10 +59,13 @@ interface SearchProps {
   readonly host: string;
   /** The start of the visible time range (µs from the trace origin). */
   readonly viewStartUs: () => number;
-  readonly onMatch: (event: PlacedEvent) => void;
+  /** Shows a match: pans and zooms the timeline to `view`, selects the event. */
+  readonly onMatch: (event: PlacedEvent, view: TimeView) => void;
+  /** Gives the keyboard focus back to the timeline (after a match was chosen). */
+  readonly onChosen: () => void;
 }
 
-export function SearchBox({ run, host, viewStartUs, onMatch }: SearchProps) {
+export function SearchBox({ run, host, viewStartUs, onMatch, onChosen }: SearchProps) {
   const [text, setText] = useState("");
   const [state, setState] = useState<SearchState | null>(null);
   const [busy, setBusy] = useState(false);
@@ -70,15 +104,23 @@ export function SearchBox({ run, host, viewStartUs, onMatch }: SearchProps) {
       setState({ query, total, index: shown });
       if (match !== null && typeof match === "object") {
         const m = record(match);
-        onMatch({
-          id: num(m["id"]) ?? -1,
-          name: str(m["name"]),
-          pid: num(m["pid"]) ?? 0,
-          tid: num(m["tid"]) ?? 0,
-          depth: num(m["depth"]) ?? 0,
-          startUs: num(m["start_us"]) ?? 0,
-          durationUs: num(m["duration_us"]) ?? 0,
-        });
+        const startUs = num(m["start_us"]) ?? 0;
+        const durationUs = num(m["duration_us"]) ?? 0;
+        const p = m["parent"] !== null && typeof m["parent"] === "object" ? record(m["parent"]) : null;
+        const parent = p === null ? null : { startUs: num(p["start_us"]) ?? 0, durationUs: num(p["duration_us"]) ?? 0 };
+        onMatch(
+          {
+            id: num(m["id"]) ?? -1,
+            name: str(m["name"]),
+            pid: num(m["pid"]) ?? 0,
+            tid: num(m["tid"]) ?? 0,
+            depth: num(m["depth"]) ?? 0,
+            startUs,
+            durationUs,
+          },
+          matchView(startUs, durationUs, parent),
+        );
+        onChosen();
       }
     } catch (caught) {
       if (ticket !== latest.current) return;

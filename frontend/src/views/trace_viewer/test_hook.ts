@@ -16,6 +16,9 @@
  *   targets           the widest drawn events: {id, name, x, y, w, h} in canvas CSS px
  *   drawn_blocks      density blocks drawn (hatched runs of events too small to draw one by
  *                     one); blocks: the widest 20, {row, x, y, w, h, count, start_us, end_us}
+ *   drawn_boundaries  1-px boundaries drawn between touching bars of a row (two events, or
+ *                     two runs of sub-pixel events under different events of the row above);
+ *                     boundaries: the first 2000, {row, x} in canvas CSS px, by row then x
  *   ruler_labels      the time ruler's tick labels, left to right
  *   thread_labels     the thread names drawn in the gutter: {name, shown (the text drawn, cut
  *                     in the middle when too long), width (CSS px of the text drawn),
@@ -63,6 +66,8 @@ export interface TraceHook {
     start_us: number;
     end_us: number;
   }[];
+  drawn_boundaries: number;
+  boundaries: { row: string; x: number }[];
   ruler_labels: string[];
   thread_labels: { name: string; shown: string; width: number; y: number }[];
   hover: { kind: string; count: number; text: string } | null;
@@ -110,6 +115,8 @@ export function newHook(): TraceHook {
     targets: [],
     drawn_blocks: 0,
     blocks: [],
+    drawn_boundaries: 0,
+    boundaries: [],
     ruler_labels: [],
     thread_labels: [],
     hover: null,

@@ -162,7 +162,8 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
           run={run}
           host={host}
           viewStartUs={() => controllerRef.current?.view.startUs ?? 0}
-          onMatch={(event) => controllerRef.current?.reveal(event)}
+          onMatch={(event, around) => controllerRef.current?.reveal(event, around)}
+          onChosen={() => scrollerRef.current?.focus({ preventScroll: true })}
         />
         <button
           type="button"
