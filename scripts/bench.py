@@ -75,9 +75,10 @@ elif mode in ("cold", "cold_numpy"):
     out["events"] = profile.num_events
     out["columns_mb"] = profile.nbytes / 2**20
     if not pure:
-        st = os.stat(path)
+        from tb_profile_plugin.xspace.store import disk_key
+        key = disk_key(path)
         t = time.perf_counter()
-        cache.save(profile, cache.cache_key(path, st.st_size, st.st_mtime_ns))
+        cache.save(profile, key)
         out["cache_write_s"] = time.perf_counter() - t
 elif mode.startswith("view:"):
     from tb_profile_plugin.tools import registry

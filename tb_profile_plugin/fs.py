@@ -2,8 +2,20 @@
 
 Local paths use the os module directly. Paths with a scheme (`gs://`, `s3://`, any fsspec
 protocol the user has installed) go through `tensorboard.compat.tensorflow_stub.io.gfile`,
-TensorBoard's TensorFlow-free file layer, so the plugin never imports TensorFlow. Remote
-files report no modification time; their cache key is path and size.
+TensorBoard's TensorFlow-free file layer, so the plugin never imports TensorFlow.
+
+A file's identity (`identity`: what every cache checks before it answers from an earlier read)
+is its size, modification time (ns), inode and status-change time (ns) where the filesystem
+gives them, plus a cheap fingerprint of its content: a BLAKE2b of its first and last 64 KiB.
+So a rewrite of the same size whose mtime was restored is still seen (its ctime, and most likely
+its fingerprint, changed). The fingerprint is read again only while the file's ctime is within
+`RACY_SECONDS` of now (a filesystem with coarse timestamps may not show a second write in the
+same tick); an older file of unchanged stat keeps its remembered fingerprint. Remote files
+(fsspec) have no inode or ctime: their identity is their size plus what the filesystem says of
+their content (ETag, checksum, generation) when it says one, else the fingerprint (read on
+every call) with the modification time it gives. A local file that cannot be read
+(permissions) has the fingerprint `unreadable`, so fixing its permissions (a new ctime) gives a
+new identity.
 
 Profile files are read only when they are regular files (after resolving links) of at most
 `TB_PROFILE_MAX_FILE_BYTES` bytes (default 4 GiB): a FIFO, a device (`/dev/zero`), a socket or
@@ -15,10 +27,15 @@ Symbolic links are followed only inside the logdir unless `TB_PROFILE_FOLLOW_LIN
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import os
 import posixpath
 import stat as stat_module
+import threading
+import time
 from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 #: The largest profile file read, in bytes (`max_file_bytes`).
 MAX_FILE_BYTES_ENV = "TB_PROFILE_MAX_FILE_BYTES"
@@ -104,6 +121,131 @@ def stat(path: str) -> tuple[int, int]:
         return gfile.stat(path).length, 0
     except Exception as exc:  # the stub raises its own NotFoundError
         raise FileNotFoundError(path) from exc
+
+
+#: Bytes hashed at each end of a file for its fingerprint.
+FINGERPRINT_BYTES = 64 * 1024
+#: A file whose ctime is this recent is fingerprinted on every look (see the docstring).
+RACY_SECONDS = 2.0
+#: Fingerprints remembered (local files whose stat did not change).
+_FINGERPRINTS_KEPT = 8192
+UNREADABLE = "unreadable"
+#: Keys of fsspec's `info` that name a version of a remote file's content (first found used).
+_REMOTE_VERSION_KEYS = ("etag", "ETag", "md5Hash", "crc32c", "checksum", "generation",
+                        "version_id", "VersionId")
+#: Times a remote filesystem may give; they join the fingerprint (they may be coarse or reset).
+_REMOTE_TIME_KEYS = ("LastModified", "mtime", "updated", "created")
+
+
+class Identity(NamedTuple):
+    """What tells one version of a file from another (`identity`); 0 where the filesystem has
+    no such field (remote files)."""
+
+    size_bytes: int
+    mtime_ns: int
+    inode: int
+    ctime_ns: int
+    fingerprint: str
+
+
+_fingerprint_lock = threading.Lock()
+_fingerprints: collections.OrderedDict[str, tuple[tuple[int, ...], str]] = (
+    collections.OrderedDict())
+
+
+def identity(path: str) -> Identity:
+    """The identity of the regular file at `path` (links resolved); raises like `stat`. A local
+    file that cannot be opened gets the fingerprint UNREADABLE (its reader reports why)."""
+    if is_remote(path):
+        return _remote_identity(path)
+    info = os.stat(path)
+    _check_regular(info)
+    signature = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, info.st_dev)
+    racy = time.time_ns() - info.st_ctime_ns < RACY_SECONDS * 1e9
+    with _fingerprint_lock:
+        known = _fingerprints.get(path)
+    if known is not None and known[0] == signature and not racy:
+        fingerprint = known[1]
+    else:
+        fingerprint = _local_fingerprint(path, info.st_size)
+        if not racy and fingerprint != UNREADABLE:
+            with _fingerprint_lock:
+                _fingerprints[path] = (signature, fingerprint)
+                _fingerprints.move_to_end(path)
+                while len(_fingerprints) > _FINGERPRINTS_KEPT:
+                    _fingerprints.popitem(last=False)
+    return Identity(info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, fingerprint)
+
+
+def _digest(head: bytes, tail: bytes, size_bytes: int) -> str:
+    hasher = hashlib.blake2b(digest_size=16)
+    hasher.update(size_bytes.to_bytes(8, "little"))
+    hasher.update(head)
+    hasher.update(tail)
+    return hasher.hexdigest()
+
+
+def _local_fingerprint(path: str, size_bytes: int) -> str:
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(
+        os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return UNREADABLE
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return UNREADABLE
+        head = os.pread(fd, FINGERPRINT_BYTES, 0)
+        tail = (os.pread(fd, FINGERPRINT_BYTES, size_bytes - FINGERPRINT_BYTES)
+                if size_bytes > FINGERPRINT_BYTES else b"")
+        return _digest(head, tail, size_bytes)
+    except OSError:
+        return UNREADABLE
+    finally:
+        os.close(fd)
+
+
+def _remote_info(path: str) -> tuple[Any, str, dict[str, Any]] | None:
+    """(fsspec filesystem, its path, its `info`) of a remote file, or None when fsspec cannot
+    say."""
+    try:
+        import fsspec
+
+        filesystem, inner = fsspec.core.url_to_fs(path)
+        info = filesystem.info(inner)
+    except Exception:  # no fsspec, an unknown protocol, or the file is gone
+        return None
+    return (filesystem, inner, info) if isinstance(info, dict) else None
+
+
+def _remote_identity(path: str) -> Identity:
+    found = _remote_info(path)
+    info = found[2] if found is not None else {}
+    if info.get("type", "file") != "file":
+        raise FileRefused("it is a directory, not a regular file, so it is not read (a profile "
+                          "is a regular .xplane.pb file)")
+    size_bytes = int(info["size"]) if info.get("size") is not None else stat(path)[0]
+    version = next((f"{name}={info[name]}" for name in _REMOTE_VERSION_KEYS
+                    if info.get(name) not in (None, "")), "")
+    if version:
+        return Identity(size_bytes, 0, 0, 0, version)
+    when = next((f"{info[name]}" for name in _REMOTE_TIME_KEYS
+                 if info.get(name) not in (None, "")), "")
+    try:
+        if found is not None:
+            filesystem, inner, _ = found
+            head = filesystem.cat_file(inner, 0, min(size_bytes, FINGERPRINT_BYTES))
+            tail = (filesystem.cat_file(inner, size_bytes - FINGERPRINT_BYTES, size_bytes)
+                    if size_bytes > FINGERPRINT_BYTES else b"")
+        else:  # TensorBoard's own layer reads from the start only
+            with _gfile().GFile(path, "rb") as handle:
+                head, tail = handle.read(FINGERPRINT_BYTES), b""
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # the stub raises its own NotFoundError
+        raise FileNotFoundError(path) from exc
+    return Identity(size_bytes, 0, 0, 0, "/".join(filter(None, (
+        _digest(head, tail, size_bytes), when))))
 
 
 def read_bytes(path: str, limit: int | None = None) -> bytes:

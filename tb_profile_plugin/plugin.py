@@ -21,7 +21,12 @@ from werkzeug import Request, Response
 from tb_profile_plugin import memory_release, metadata, request_budget
 from tb_profile_plugin.analysis.hosts import executors, host_pool, host_progress
 from tb_profile_plugin.analysis.hosts.host_facts import HostFacts
-from tb_profile_plugin.document_cache import DocumentCache, DocumentKey, Encoded
+from tb_profile_plugin.document_cache import (
+    DocumentCache,
+    DocumentKey,
+    Encoded,
+    RecordingParams,
+)
 from tb_profile_plugin.errors import (
     BadRequest,
     CaptureBusy,
@@ -35,7 +40,7 @@ from tb_profile_plugin.json_text import json_bytes
 from tb_profile_plugin.logdir import ALL_HOSTS, LogDir, Run, check_host_name, links_message
 from tb_profile_plugin.tools import compare, csv_table, registry
 from tb_profile_plugin.xspace.model import Profile
-from tb_profile_plugin.xspace.store import ProfileStore, stat_profile
+from tb_profile_plugin.xspace.store import ProfileStore, identify_profile
 
 logger = logging.getLogger(__name__)
 
@@ -249,19 +254,21 @@ class ProfilePlugin(base_plugin.TBPlugin):
 
     def _serve_data(self, request: Request) -> Response:
         """The view's document; a repeated request is answered from the finished, encoded
-        document while the files it read are unchanged (document_cache.py)."""
+        document while the files it read are unchanged (document_cache.py). The key holds only
+        the parameters the view read (`RecordingParams`)."""
         view, run, host = self._target(request)
         params = self._params(request)
-        key = self._document_key(view, run, host, params)
-        encoded = self._documents.get(key) if key is not None else None
+        place = self._document_key(view, run, host)
+        encoded = self._documents.find(place, params) if place is not None else None
         if encoded is None:
+            recording = RecordingParams(params)
             document = registry.build_document(view, self._view_request_for(view, run, host,
-                                                                            params))
+                                                                            recording))
             # A kept document is gzipped once, for every later client that accepts gzip.
-            encoded = Encoded.of(json_bytes(document), key is not None or _accepts_gzip(request))
+            encoded = Encoded.of(json_bytes(document), place is not None or _accepts_gzip(request))
             # Kept only if no file changed while it was built (else it may mix the two).
-            if key is not None and key == self._document_key(view, run, host, params):
-                self._documents.put(key, encoded)
+            if place is not None and place == self._document_key(view, run, host):
+                self._documents.keep(place, params, recording.reads(), encoded)
         return _respond_encoded(request, encoded, "application/json")
 
     def _serve_data_csv(self, request: Request) -> Response:
@@ -378,22 +385,20 @@ class ProfilePlugin(base_plugin.TBPlugin):
                     f"that have it: {', '.join(self._hosts_offering(run, view)) or 'none'}")
         return view, run, host
 
-    def _document_key(
-        self, view: registry.View, run: Run, host: str, params: Mapping[str, str]
-    ) -> DocumentKey | None:
-        """What the document of `view` for `host` depends on (document_cache.py); None when it
-        is not kept: the view's document depends on more than its files, or a file cannot be
-        stat'ed (the request then answers as it would without the cache)."""
+    def _document_key(self, view: registry.View, run: Run, host: str) -> DocumentKey | None:
+        """What the document of `view` for `host` depends on besides its parameters
+        (document_cache.py; `params` left empty); None when it is not kept: the view's document
+        depends on more than its files, or a file cannot be stat'ed (the request then answers
+        as it would without the cache)."""
         if not view.keeps_documents:
             return None
         paths = ([run.xplane_path(h) for h in run.hosts] if host == ALL_HOSTS
                  else [self._logdir.host_path(run, host)])
         try:
-            files = tuple((path, *stat_profile(path)) for path in paths)
+            files = tuple((path, *identify_profile(path)) for path in paths)
         except ProfileError:
             return None
-        return DocumentKey(view.name, view.version, run.name, host,
-                           tuple(sorted(params.items())), files)
+        return DocumentKey(view.name, view.version, run.name, host, (), files)
 
     def _view_request_for(
         self, view: registry.View, run: Run, host: str, params: Mapping[str, str]

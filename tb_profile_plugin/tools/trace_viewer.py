@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin.errors import BadRequest
+from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.view import (
     RunFacts,
@@ -27,7 +28,12 @@ from tb_profile_plugin.trace.host_budget import (
     bytes_text,
     hosts_that_fit,
 )
-from tb_profile_plugin.trace.window import TraceSet, trace_set, visible_events
+from tb_profile_plugin.trace.window import (
+    MAX_WINDOW_EVENTS,
+    TraceSet,
+    trace_set,
+    visible_events,
+)
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.store import MEMORY_CACHE_ENV, memory_cache_bytes
 
@@ -37,6 +43,13 @@ DEFAULT_RESOLUTION = 1600
 _PS_PER_MS = 1e9
 _PS_PER_US = 1e6
 _PS_PER_DAY = 86_400e12
+#: The farthest a time parameter may be from the trace's start, in ps: int64 ps hold ±2^63 ps
+#: (~106 days); half of it (~53 days), so that a bound minus a host's shift, or the width of
+#: a window, stays an int64 too.
+MAX_TIME_PS = float(2**62)
+#: The most pixels a window may ask for (screens have thousands; the checks ask for a pixel of
+#: 1 ps over 1 ms, 10^9; 0 asks for every event): keeps the pixel arithmetic within int64.
+MAX_RESOLUTION = 10**12
 
 
 def _processes(trace: TraceSet) -> list[dict[str, Any]]:
@@ -95,6 +108,19 @@ def _shown(request: ViewRequest) -> tuple[Mapping[str, Profile], list[str]]:
     return {h: request.profiles[h] for h in shown}, left_out
 
 
+def _time_param(params: Mapping[str, str], key: str, ps_per_unit: float = _PS_PER_MS,
+                unit: str = "ms") -> float | None:
+    """A time from the trace's start (`float_param`, in ms or µs), at most `MAX_TIME_PS` from
+    0 either way: shown times are int64 ps (trace/window.py), so a time past them is no time
+    of any trace (a 400 with a sentence, not an overflow)."""
+    value = float_param(params, key)
+    if value is not None and abs(value) * ps_per_unit > MAX_TIME_PS:
+        raise BadRequest(f"{key}={params[key]!r} is out of range: times are {unit} from the "
+                         f"trace's start, within ±{MAX_TIME_PS / ps_per_unit:.0f} (about 53 "
+                         "days)")
+    return value
+
+
 def _trace(request: ViewRequest) -> TraceSet:
     return trace_set(_shown(request)[0])
 
@@ -104,8 +130,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
     profiles, not_shown = _shown(request)
     trace = trace_set(profiles)
     span_ms = trace.end_ps / _PS_PER_MS
-    start_ms = float_param(params, "start_time_ms")
-    end_ms = float_param(params, "end_time_ms")
+    start_ms = _time_param(params, "start_time_ms")
+    end_ms = _time_param(params, "end_time_ms")
     start_ms = 0.0 if start_ms is None else start_ms
     end_ms = span_ms if end_ms is None else end_ms
     if end_ms < start_ms or (end_ms == start_ms and span_ms > 0):
@@ -113,7 +139,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
                          f"({start_ms})")
     resolution = int_param(params, "resolution", DEFAULT_RESOLUTION)
     assert resolution is not None
+    if resolution > MAX_RESOLUTION:
+        raise BadRequest(f"resolution={resolution} is more than {MAX_RESOLUTION:,} pixels; "
+                         "ask for the window's width in pixels, or 0 for every event (at most "
+                         f"{MAX_WINDOW_EVENTS:,})")
     a_ps, b_ps = round(start_ms * _PS_PER_MS), round(end_ms * _PS_PER_MS)
+    # Per host its share of the events one window returns (trace/window.py: the cap).
+    max_events = max(1, MAX_WINDOW_EVENTS // max(1, len(trace.hosts)))
+    shown_resolution = resolution
+    truncated = 0
 
     strings: dict[str, int] = {}
     columns: dict[str, list[np.ndarray]] = {k: [] for k in (
@@ -123,7 +157,13 @@ def build(request: ViewRequest) -> dict[str, Any]:
         "pid", "tid", "depth", "name", "start", "end", "count")}
     for h in trace.hosts:
         index = h.index
-        visible = visible_events(index, a_ps - h.shift_ps, b_ps - h.shift_ps, resolution)
+        checkpoint()
+        visible = visible_events(index, a_ps - h.shift_ps, b_ps - h.shift_ps, resolution,
+                                 max_events=max_events)
+        if visible.shown_resolution is not None:
+            shown_resolution = min(shown_resolution or visible.shown_resolution,
+                                   visible.shown_resolution)
+        truncated += visible.num_truncated
         ids = visible.ids
         filtered += visible.num_filtered
         track = index.segment_track[visible.segment]
@@ -171,6 +211,18 @@ def build(request: ViewRequest) -> dict[str, Any]:
             f"({MEMORY_CACHE_ENV} = {bytes_text(memory_cache_bytes())}; a host's trace "
             f"holds about {TRACE_BYTES_PER_FILE_BYTE} times its file); not shown: "
             f"{', '.join(not_shown)}. Open a host alone to see its trace, or raise the bound")
+    if shown_resolution != resolution:
+        diagnostics.warnings.append(
+            f"this window holds more events than the {MAX_WINDOW_EVENTS:,} one window returns"
+            + (" (over its hosts)" if trace.combined else "")
+            + f": shown at a resolution of {shown_resolution:,} pixels"
+            + ("" if resolution == 0 else f" instead of {resolution:,}")
+            + ", with events narrower than a pixel summarised in density blocks; zoom in to see "
+            "every event")
+    if truncated:
+        diagnostics.warnings.append(
+            f"{truncated:,} events of this window are left out: more than "
+            f"{MAX_WINDOW_EVENTS:,} events even at a resolution of 1 pixel; zoom in")
     if trace.combined and trace.aligned:
         diagnostics.info.append(
             f"{len(trace.hosts)} hosts on one time axis, aligned by absolute time")
@@ -186,6 +238,9 @@ def build(request: ViewRequest) -> dict[str, Any]:
         full_timespan_ms=[0.0, span_ms],
         window_ms=[a_ps / _PS_PER_MS, b_ps / _PS_PER_MS],
         resolution=resolution,
+        shown_resolution=shown_resolution,
+        max_events=MAX_WINDOW_EVENTS,
+        truncated_events=truncated,
         total_events=trace.total_events,
         derived_events=sum(h.index.num_derived_events for h in trace.hosts),
         returned_events=len(events["id"]),
@@ -210,7 +265,8 @@ def search_route(request: ViewRequest) -> dict[str, Any]:
     """The `trace_search` route: match K of a case-insensitive name search."""
     return search(
         _trace(request), request.params.get("q", ""),
-        int_param(request.params, "index", None), float_param(request.params, "from_us"),
+        int_param(request.params, "index", None),
+        _time_param(request.params, "from_us", _PS_PER_US, "µs"),
     )
 
 

@@ -25,6 +25,13 @@ starts at most a pixel after the previous one ends, with at least two events, is
     events:  ▏▏ ▏▏▏ ▏▏▏▏   ▏▏▏ ████████ ▏
     blocks:  [ 12 events ]  [3]          (a lone sub-pixel event is no block)
 
+The cap. A window returns at most `MAX_WINDOW_EVENTS` events (over the hosts shown; each
+host gets its share). A window that would return more (resolution 0 over a big trace, or a
+resolution of more pixels than its events need) is answered at the highest resolution whose
+answer fits (`Visible.shown_resolution`): narrower events are then summarised in density
+blocks as at any resolution, and the document says so (docs/api.md). The build stops at its
+stages' `checkpoint()`s when its request is over its time or its client has gone.
+
 One pass of numpy over the candidates: "joins the previous" is a comparison with the
 previous element, runs are a cumulative sum of their first elements, counts a difference of
 run offsets, ends a `maximum.reduceat`.
@@ -32,11 +39,13 @@ run offsets, ends a `maximum.reduceat`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.index import TraceIndex
 from tb_profile_plugin.trace.index_cache import trace_index
@@ -52,6 +61,11 @@ from tb_profile_plugin.xspace.model import Profile
 
 #: A window holding at most this many events (per host) is returned whole at any resolution.
 UNFILTERED_MAX_EVENTS = 10_000
+#: The most events one window returns (all hosts together): ~40 bytes each in the index's
+#: answer and ~100 in the JSON document, so ~0.1 GB per window at most, where resolution 0 over
+#: a 10M-event trace took ~400 MB (issue 30). Past it the window is answered at a lower
+#: resolution (module docstring, docs/api.md "trace_viewer").
+MAX_WINDOW_EVENTS = 1_000_000
 #: Hosts whose events span more than this (a week, in ps) on the absolute time axis are not
 #: aligned: int64 ps would overflow at 106 days, float µs lose the ns at 104 days.
 MAX_ALIGNED_SPAN_PS = 7 * 24 * 3600 * 10**12
@@ -241,25 +255,76 @@ def _search_each(values: np.ndarray, first: np.ndarray, last: np.ndarray, keys: 
 
 def visible_events(
     index: TraceIndex, a_ps: int, b_ps: int, resolution: int,
-    unfiltered_max_events: int | None = None,
+    unfiltered_max_events: int | None = None, max_events: int | None = None,
 ) -> Visible:
-    """The events of `index` overlapping [a_ps, b_ps] (index time) visible at `resolution`.
+    """The events of `index` overlapping [a_ps, b_ps] (index time) visible at `resolution`,
+    at most `max_events` of them (module docstring: the cap).
 
-    `unfiltered_max_events` defaults to the module's `UNFILTERED_MAX_EVENTS`."""
+    `unfiltered_max_events` and `max_events` default to the module's `UNFILTERED_MAX_EVENTS`
+    and `MAX_WINDOW_EVENTS`."""
     if unfiltered_max_events is None:
         unfiltered_max_events = UNFILTERED_MAX_EVENTS
-    key = (a_ps, b_ps, resolution, unfiltered_max_events)
+    if max_events is None:
+        max_events = MAX_WINDOW_EVENTS
+    key: tuple[int, ...] = (a_ps, b_ps, resolution, unfiltered_max_events)
+    if max_events != MAX_WINDOW_EVENTS:  # (the disk cache keeps windows of 4-part keys)
+        key = (*key, max_events)
     visible = remembered(index, key)
+    if visible is not None and len(visible.ids) > max_events:  # kept before the cap
+        visible = None
     if visible is None:
-        visible = _visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events)
+        visible = _capped_visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events,
+                                         max_events)
         remember(index, key, visible)
-        if index.first_window_pending:  # the first window asked: kept in the disk cache
+        if index.first_window_pending and len(key) == 4:  # the first window: kept on disk
             index.first_window_pending = False
             index_cache.save_first_window(index, key, visible)
     if index.prefetch_pending:  # the first window came from the disk cache: read the rest
         index.prefetch_pending = False
         index_cache.prefetch(index)
     return visible
+
+
+def _capped_visible_events(
+    index: TraceIndex, a_ps: int, b_ps: int, resolution: int, unfiltered_max_events: int,
+    max_events: int,
+) -> Visible:
+    """`_visible_events`, at the highest resolution (from the one asked) whose answer holds at
+    most `max_events` events; the first `max_events` events (by track and start) where even
+    a resolution of 1 holds more."""
+    span = b_ps - a_ps
+    unfiltered = resolution == 0 or span / resolution <= 1.0
+    if unfiltered:
+        lo, hi = _candidate_ranges(index, a_ps, b_ps)
+        checkpoint()
+        if int(np.maximum(hi - lo, 0).sum()) <= max_events:  # all of them fit
+            return _visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events)
+        # As many pixels as events returned at most (~1 returned per pixel and row), and
+        # pixels wider than 1 ps (else nothing is filtered).
+        shown = min(max_events, span // 2)
+    else:
+        visible = _visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events)
+        if len(visible.ids) <= max_events:
+            return visible
+        shown = max(1, min(resolution - 1,
+                           int(resolution * 0.9 * max_events / len(visible.ids))))
+    while shown >= 1:
+        checkpoint()
+        visible = _visible_events(index, a_ps, b_ps, shown, unfiltered_max_events)
+        if len(visible.ids) <= max_events:
+            return dataclasses.replace(visible, shown_resolution=shown)
+        if shown == 1:
+            break
+        shown = max(1, min(shown - 1, int(shown * 0.9 * max_events / len(visible.ids))))
+    else:  # a window of at most 1 ps: nothing can be filtered
+        visible = _visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events)
+        shown = resolution
+    keep = np.zeros(len(visible.ids), bool)
+    keep[:max_events] = True
+    return Visible(visible.ids[keep], visible.num_filtered, visible.blocks,
+                   visible.start_ps[keep], visible.end_ps[keep], visible.name_id[keep],
+                   visible.block_name_id, visible.segment[keep], shown_resolution=shown,
+                   num_truncated=len(visible.ids) - max_events)
 
 
 #: Above this many (track, depth) segments a window counts per segment with one pass over
@@ -382,7 +447,9 @@ def _joined(parts: list[DensityBlocks]) -> DensityBlocks:
 def _visible_events(
     index: TraceIndex, a_ps: int, b_ps: int, resolution: int, unfiltered_max_events: int,
 ) -> Visible:
+    checkpoint()
     lo, hi = _candidate_ranges(index, a_ps, b_ps)
+    checkpoint()
     counts = np.maximum(hi - lo, 0)
     pixel_ps = (b_ps - a_ps) / resolution if resolution > 0 else 0.0
     if pixel_ps > 1.0:
@@ -395,18 +462,23 @@ def _visible_events(
     total = len(ids) + int(counts[lod].sum())
     num_filtered = 0
     blocks = NO_BLOCKS
+    checkpoint()
     if pixel_ps > 1.0 and total > unfiltered_max_events:
         ids, segment, blocks = _scan(index, ids, segment, a_ps, pixel_ps)
+        checkpoint()
         if lod.any():
             more_ids, more_segment, more_blocks = _by_level_of_detail(
                 index, np.flatnonzero(lod), lo, hi, a_ps, b_ps, pixel_ps)
+            checkpoint()
             ids = np.concatenate([ids, more_ids])
             segment = np.concatenate([segment, more_segment])
             blocks = _joined([blocks, more_blocks])
         blocks = split_at_parents(index, blocks, ids, segment, pixel_ps)
+        checkpoint()
         num_filtered = total - len(ids)
     elif lod.any():  # few enough to return them all
         ids, segment = _overlapping(index, lo, counts, a_ps)
+        checkpoint()
     by_segment = np.argsort(segment, kind="stable")  # the scanned and summarised parts
     ids, segment = ids[by_segment], segment[by_segment]
     start = index.start_ps[ids]

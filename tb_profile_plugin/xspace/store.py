@@ -2,11 +2,14 @@
 
 `ProfileStore.open(path)` is safe to call from many request threads at once: concurrent
 requests for one cold profile wait for a single decode (one lock per file), and a profile whose
-size or modification time changed on disk is decoded again. The memory bound is
-`TB_PROFILE_MEMORY_CACHE_BYTES` (default 2 GiB), or the `max_bytes` given, over each profile's
-columns **and everything derived from it** (analyses, forest, trace index: `Profile.derived`,
-measured again whenever the profile is served); the least recently used profiles are dropped
-first, with their derived results (a profile bigger than the bound is served but not kept).
+identity changed on disk (`fs.identity`: size, mtime, inode, ctime, content fingerprint; so
+also a same-size rewrite whose mtime was restored) is decoded again; the disk cache's key holds
+the same identity (`disk_key`), so a restart does not bring the old version back either. The
+memory bound is `TB_PROFILE_MEMORY_CACHE_BYTES` (default 2 GiB), or the `max_bytes` given, over
+each profile's columns **and everything derived from it** (analyses, forest, trace index:
+`Profile.derived`, measured again whenever the profile is served); the least recently used
+profiles are dropped first, with their derived results (a profile bigger than the bound is
+served but not kept).
 """
 
 from __future__ import annotations
@@ -32,8 +35,7 @@ DEFAULT_MEMORY_CACHE_BYTES = 2 * 2**30
 @dataclass(frozen=True)
 class _Entry:
     profile: Profile
-    size_bytes: int
-    mtime_ns: int
+    identity: fs.Identity
 
 
 def _weight(profile: Profile) -> int:
@@ -54,6 +56,25 @@ def stat_profile(path: str) -> tuple[int, int]:
     except OSError as exc:
         raise UnreadableProfile(_unreadable(path, exc)) from exc
     return size_bytes, mtime_ns
+
+
+def identify_profile(path: str) -> fs.Identity:
+    """`fs.identity` of the profile file at `path`, with `stat_profile`'s checks and errors."""
+    try:
+        identity = fs.identity(path)
+        fs.check_size(identity.size_bytes)
+    except FileNotFoundError as exc:
+        raise NotFound(_gone(path)) from exc
+    except OSError as exc:
+        raise UnreadableProfile(_unreadable(path, exc)) from exc
+    return identity
+
+
+def disk_key(path: str, identity: fs.Identity | None = None) -> str:
+    """The disk cache's key of the profile file at `path` as it is now (or as `identity`)."""
+    identity = identify_profile(path) if identity is None else identity
+    return cache.cache_key(path, identity.size_bytes, identity.mtime_ns,
+                           f"{identity.inode}:{identity.ctime_ns}:{identity.fingerprint}")
 
 
 def read_profile_bytes(path: str) -> bytes:
@@ -106,10 +127,10 @@ class ProfileStore:
 
     def open(self, path: str) -> Profile:
         """The decoded profile at `path` (local or remote). Raises NotFound/UnreadableProfile."""
-        size_bytes, mtime_ns = stat_profile(path)
+        identity = identify_profile(path)
         with self._lock:
             entry = self._entries.get(path)
-            if entry and (entry.size_bytes, entry.mtime_ns) == (size_bytes, mtime_ns):
+            if entry and entry.identity == identity:
                 self._entries.move_to_end(path)
                 entry.profile.derived.measure()  # views built since it was counted
                 self._evict_over_bound(keep=path)
@@ -118,15 +139,15 @@ class ProfileStore:
         with file_lock:
             with self._lock:  # another thread may have finished the decode meanwhile
                 entry = self._entries.get(path)
-                if entry and (entry.size_bytes, entry.mtime_ns) == (size_bytes, mtime_ns):
+                if entry and entry.identity == identity:
                     self._entries.move_to_end(path)
                     return entry.profile
-            profile = self._load(path, size_bytes, mtime_ns)
-            self._remember(path, _Entry(profile, size_bytes, mtime_ns))
+            profile = self._load(path, identity)
+            self._remember(path, _Entry(profile, identity))
             return profile
 
-    def _load(self, path: str, size_bytes: int, mtime_ns: int) -> Profile:
-        key = cache.cache_key(path, size_bytes, mtime_ns)
+    def _load(self, path: str, identity: fs.Identity) -> Profile:
+        key = disk_key(path, identity)
         # Big entries: the lines' columns are read when first used (xspace/cache/lazy.py); a
         # part found damaged then comes from the file decoded again.
         cached = cache_lazy.load_lazily(key, self._disk_cache_dir,

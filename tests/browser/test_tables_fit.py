@@ -7,7 +7,9 @@ table no numeric or content-sized cell clips its text (scrollWidth <= clientWidt
 hides its unit, and every name cell shows its full name or its start and end around an
 ellipsis, the full name in its title. Where the names are long, some are cut (so the cut is
 exercised), and every table fits its box without scrolling sideways. The run
-selector and the trace viewer's thread names cut in the middle too, and say the full name.
+selector cuts in the middle too and says the full name; the trace viewer's thread labels
+(readable names, issue 29) fit the gutter, cut in the middle if too long, the full name on
+hover.
 """
 
 from __future__ import annotations
@@ -131,29 +133,32 @@ def test_run_selector_keeps_the_session_timestamp(
     assert_clean(record)
 
 
-def test_trace_thread_names_are_cut_in_the_middle_with_the_name_on_hover(
+def test_trace_thread_labels_fit_and_the_full_name_is_on_hover(
     page: Page, captures_url: str, record: PageRecord
 ) -> None:
+    """Issue 29: a thread's label is its readable name (no long numeric id, alike names
+    numbered: tests/browser/test_one_clock.py), cut in the middle only if still too long;
+    the full name, id included, is on hover."""
     run = fixture_run(captures_url, "keras_fit")
     h = open_viewer(page, captures_url, run, first_host(captures_url, run, "trace_viewer"))
     labels = wait_hook(page, lambda hook: bool(hook["thread_labels"]), "thread labels")[
         "thread_labels"
     ]
-    cut = [label for label in labels if label["shown"] != label["name"]]
-    assert cut, f"no thread name was long enough to cut: {[x['name'] for x in labels]}"
+    renamed = [label for label in labels if label["shown"] != label["name"]]
+    assert renamed, f"no thread has an id to drop: {[x['name'] for x in labels]}"
     for label in labels:
-        shown, name = label["shown"], label["name"]
+        shown, readable = label["shown"], label["label"]
         assert label["width"] <= THREAD_LABEL_WIDTH_PX, label
-        if shown != name:
+        if shown != readable:
             head, _, tail = shown.partition(ELLIPSIS)
-            assert name.startswith(head) and name.endswith(tail) and tail, label
+            assert readable.startswith(head) and readable.endswith(tail) and tail, label
             assert abs(len(head) - len(tail)) <= 1, label
-    # Hovering a cut name says the whole name.
+    # Hovering a label says the whole name.
     box = page.get_by_test_id("trace-canvas").bounding_box()
     assert box is not None
-    page.mouse.move(box["x"] + 40, box["y"] + cut[0]["y"])
+    page.mouse.move(box["x"] + 40, box["y"] + renamed[0]["y"])
     hover = wait_hook(page, lambda hook: hook["hover"] is not None, "the hover note")["hover"]
-    assert hover["kind"] == "thread" and hover["text"].endswith(cut[0]["name"]), hover
-    expect(page.get_by_test_id("trace-hover")).to_contain_text(cut[0]["name"])
+    assert hover["kind"] == "thread" and hover["text"].endswith(renamed[0]["name"]), hover
+    expect(page.get_by_test_id("trace-hover")).to_contain_text(renamed[0]["name"])
     assert h["frames"] > 0
     assert_clean(record)

@@ -3,8 +3,11 @@
 `analyze_files({host: path})` returns every host's `HostAnalysis`, `facts_of_files` every
 host's `HostFacts` (what the `run_tools` and `hosts` routes and the views' `available` read):
 
-1. A host whose file (path, size, modification time) was seen before is served from an
-   in-memory cache of the small results (least recently used dropped beyond `CACHE_ENTRIES`).
+1. A host whose file (path and `fs.identity`: size, mtime, inode, ctime, content fingerprint)
+   was seen before is served from an in-memory cache of the small results (least recently used
+   dropped beyond `CACHE_ENTRIES`). A failure (facts saying the file could not be read) is
+   remembered for `FAILURE_TTL_S` seconds only, and under the file's identity, which a chmod
+   changes (its ctime): a host whose permissions are fixed is read again without a restart.
 2. One missing host is computed in this process (through `ProfileStore` when one is given, so
    a profile the server already decoded is reused): a single-host request never waits for a
    worker.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
@@ -42,15 +46,18 @@ from tb_profile_plugin.analysis.hosts.host_facts import (
 )
 from tb_profile_plugin.errors import EngineUnavailable, NotFound, UnreadableProfile
 from tb_profile_plugin.request_budget import checkpoint
-from tb_profile_plugin.xspace.store import ProfileStore, stat_profile
+from tb_profile_plugin.xspace.store import ProfileStore, identify_profile
 
 CACHE_ENTRIES = 2048
+#: How long an unreadable host's facts are remembered (its file's identity unchanged).
+FAILURE_TTL_S = 5.0
 #: Kept for callers of the old pool: the local pool's workers (capped by $TB_PROFILE_HOST_WORKERS).
 WORKERS_ENV = executors.WORKERS_ENV
 
 T = TypeVar("T")
-_Key = tuple[str, str, int, int]  # (kind, path, size, mtime)
-_cache: collections.OrderedDict[_Key, Any] = collections.OrderedDict()
+_Key = tuple[Any, ...]  # (kind, path, *fs.Identity)
+#: key -> (result, when it expires: time.monotonic(); None for a result that does not)
+_cache: collections.OrderedDict[_Key, tuple[Any, float | None]] = collections.OrderedDict()
 _lock = threading.Lock()
 #: How many host files were computed on the executor (tests and the bench read it).
 pool_runs = 0
@@ -64,15 +71,22 @@ def pool_size(num_hosts: int) -> int:
     return max(1, min(executors.local_workers(), num_hosts))
 
 
-def _stat(path: str) -> tuple[int, int]:
-    """(size, mtime) of a host file; NotFound when it is gone, UnreadableProfile when it is
-    not a regular file, over the size limit or cannot be read (messages name no directory)."""
-    return stat_profile(path)
+def _stat(path: str) -> tuple[Any, ...]:
+    """The identity of a host file (`fs.identity`); NotFound when it is gone,
+    UnreadableProfile when it is not a regular file, over the size limit or cannot be reached
+    (messages name no directory)."""
+    return tuple(identify_profile(path))
+
+
+def _failed(value: Any) -> bool:
+    """Whether `value` is facts saying the file could not be read."""
+    return getattr(value, "failure", None) is not None
 
 
 def _remember(key: _Key, value: Any) -> None:
+    expires = time.monotonic() + FAILURE_TTL_S if _failed(value) else None
     with _lock:
-        _cache[key] = value
+        _cache[key] = (value, expires)
         _cache.move_to_end(key)
         while len(_cache) > CACHE_ENTRIES:
             _cache.popitem(last=False)
@@ -81,9 +95,14 @@ def _remember(key: _Key, value: Any) -> None:
 def _lookup(key: _Key) -> Any:
     with _lock:
         found = _cache.get(key)
-        if found is not None:
-            _cache.move_to_end(key)
-        return found
+        if found is None:
+            return None
+        value, expires = found
+        if expires is not None and time.monotonic() >= expires:
+            del _cache[key]  # a remembered failure is tried again
+            return None
+        _cache.move_to_end(key)
+        return value
 
 
 def worker_path(path: str) -> str:
@@ -100,13 +119,14 @@ def run_on_executor(
     results: dict[int, T] = {}
     for attempt in range(2):
         pool = executors.executor()
+        watch = executors.scheduler_watch(pool)  # a Dask scheduler that stops answering: 503
         futures: dict[int, Future[T]] = {}
         try:
             for index, path in enumerate(paths):
                 if index not in results:
                     futures[index] = pool.submit(executors.host_task, task, worker_path(path))
             for index, future in futures.items():
-                results[index] = _result(future)
+                results[index] = _result(future, watch)
                 on_done(index)
             break
         except BrokenProcessPool:
@@ -136,15 +156,17 @@ def run_on_executor(
 WAIT_POLL_SECONDS = 0.25
 
 
-def _result(future: Future[T]) -> T:
+def _result(future: Future[T], watch: Callable[[], None] = lambda: None) -> T:
     """The future's result; meanwhile the request's budget is checked, so a request past its
-    time or left by its client stops waiting (its pending hosts are then cancelled)."""
+    time or left by its client stops waiting (its pending hosts are then cancelled), and
+    `watch()` is called (executors.scheduler_watch: a Dask scheduler that no longer answers
+    raises EngineUnavailable)."""
     while True:
         checkpoint()
         try:
             return future.result(timeout=WAIT_POLL_SECONDS)
         except TimeoutError:  # concurrent.futures' and Dask's (builtin since Python 3.11)
-            continue
+            watch()
 
 
 def _per_host(

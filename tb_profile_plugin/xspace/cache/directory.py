@@ -5,8 +5,9 @@ Where: `$TB_PROFILE_CACHE_DIR` if set, else `$XDG_CACHE_HOME/tb_profile_plugin`,
 The directory must belong to the user running the plugin and must not be world-writable;
 otherwise caching is switched off with a warning (it is created with mode 0700).
 
-Key: the source's path, size and modification time, and `schema.FORMAT_VERSION`; any change to
-one of them is a miss, and the stale entry is simply overwritten later.
+Key: the source's path, size, modification time, the rest of its identity (inode, ctime, a
+fingerprint of its first and last 64 KiB: `fs.identity`) and `schema.FORMAT_VERSION`; any change
+to one of them is a miss, and the stale entry is simply overwritten later (or left to age).
 
 The directory's own secret (`.secret`, 32 random bytes, mode 0600, made on first use) keys the
 MAC of every entry in it (cache/entry.py); a secret that is changed, damaged or readable by
@@ -149,8 +150,13 @@ def _remove_stale_tmp(directory: Path) -> None:
                     os.unlink(entry.path)
 
 
-def cache_key(source: str, size_bytes: int, mtime_ns: int) -> str:
-    text = json.dumps([source, size_bytes, mtime_ns, FORMAT_VERSION])
+def cache_key(source: str, size_bytes: int, mtime_ns: int, version: str = "") -> str:
+    """The entry's key; `version` is the rest of the source's identity (`fs.identity`: inode,
+    ctime and content fingerprint, xspace/store.py `disk_key`)."""
+    fields: list[object] = [source, size_bytes, mtime_ns, FORMAT_VERSION]
+    if version:
+        fields.append(version)
+    text = json.dumps(fields)
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 
 

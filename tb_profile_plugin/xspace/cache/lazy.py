@@ -14,7 +14,11 @@ truncated: the cache removes the entry, `entry.DamagedEntry`), or whose columns 
 together (`tree._check`), is taken from a fresh decode of the source file instead
 (`fallback`, from the store: decoded once per entry, and the entry written again), so a damaged
 entry is still never trusted and never fails a request; the decoded part must have the lengths
-the entry said (else the source changed too: `UnreadableProfile`).
+the entry said (else the source changed too: `UnreadableProfile`). The decode then gives every
+part not read yet its own columns at once, and is not kept otherwise (the parts read already
+keep what they read: checked, equal, and maybe shared with an analysis' table): the profile
+holds one copy of its columns, the one its `nbytes` counts (issue 30: the decoded profile was
+kept whole beside the parts already read, +560 MB that no bound counted).
 
 Small entries (under `lookup.LAZY_MIN_BYTES`) are read and checked whole, as `lookup.load` does.
 """
@@ -71,33 +75,54 @@ def _profile_of(header: dict[str, Any], arrays: EntryArrays,
 
 
 class _Entry:
-    """What the lazy parts of one profile share: the entry's arrays, and the fallback."""
+    """What the lazy parts of one profile share: the entry's arrays, the fallback, and the
+    parts (to replace them all from one decode)."""
 
     def __init__(self, arrays: EntryArrays,
                  fallback: Callable[[], model.Profile] | None) -> None:
         self.arrays = arrays
         self._fallback = fallback
-        self._decoded: model.Profile | None = None
+        #: Every lazy part of the profile and its object, until the source replaced them.
+        self.parts: list[tuple[Any, _Part]] = []
+        self._replaced = False
         self._lock = threading.Lock()
 
     def array(self, ref: Any) -> np.ndarray:
         return self.arrays.get(profile_tree._array_index(ref, len(self.arrays)))
 
-    def decoded_part(self, where: tuple[Any, ...]) -> Any:
-        """The part at `where` (a path of fields and list positions from the profile) of the
-        source decoded again."""
+    def replace_from_source(self, cause: Exception) -> None:
+        """Decodes the source again (once) and gives every part not read yet the decoded
+        columns; nothing keeps the decoded profile (module docstring). Raises
+        UnreadableProfile when the decode does not fit the entry. Called with no part's lock
+        held (it takes each)."""
         with self._lock:
-            if self._decoded is None:
-                if self._fallback is None:
-                    raise UnreadableProfile("the profile's cache entry is damaged")
-                self._decoded = self._fallback()
-            node: Any = self._decoded
-        try:
-            for step in where:
-                node = node[step] if isinstance(step, int) else getattr(node, step)
-        except (IndexError, AttributeError) as exc:
-            raise UnreadableProfile("the profile file changed while it was read; reload")from exc
-        return node
+            if self._replaced:
+                return
+            if self._fallback is None:
+                raise UnreadableProfile("the profile's cache entry is damaged") from cause
+            decoded: Any = self._fallback()
+            plains = [(obj, part, _at(decoded, part.where)) for obj, part in self.parts]
+            del decoded  # only its parts stay, each in one lazy object
+            for _, part, plain in plains:
+                if not isinstance(plain, part.base) or len(plain) != part.length:  # type: ignore[arg-type]
+                    raise UnreadableProfile(
+                        "the profile file changed while it was read; reload") from cause
+            for obj, part, plain in plains:
+                with part.lock:
+                    if not part.done:  # a part read already keeps its (checked) columns
+                        part.adopt(obj, plain)
+            self._replaced = True
+            self.parts = []
+
+
+def _at(node: Any, where: tuple[Any, ...]) -> Any:
+    """The part at `where` (a path of fields and list positions from the profile)."""
+    try:
+        for step in where:
+            node = node[step] if isinstance(step, int) else getattr(node, step)
+    except (IndexError, AttributeError) as exc:
+        raise UnreadableProfile("the profile file changed while it was read; reload") from exc
+    return node
 
 
 def _part(tree: Any, entry: _Entry, where: tuple[Any, ...], num_rows: int | None) -> Any:
@@ -120,9 +145,11 @@ def _part(tree: Any, entry: _Entry, where: tuple[Any, ...], num_rows: int | None
                if (i := refs.get(n)) is not None}
     if len(lengths) > 1:
         raise ValueError(f"{kind} columns of different lengths {sorted(lengths)}")
-    part = _Part(entry, where, refs, lengths.pop() if lengths else 0, num_rows)
+    part = _Part(entry, where, refs, lengths.pop() if lengths else 0, num_rows,
+                 lazy_class._base)
     obj = object.__new__(lazy_class)
     object.__setattr__(obj, "_part", part)
+    entry.parts.append((obj, part))
     return obj
 
 
@@ -130,9 +157,10 @@ class _Part:
     """One lazy EventColumns or StatColumns: where its arrays are, read once."""
 
     def __init__(self, entry: _Entry, where: tuple[Any, ...], refs: dict[str, int | None],
-                 length: int, num_rows: int | None) -> None:
+                 length: int, num_rows: int | None, base: type) -> None:
         self.entry, self.where, self.refs = entry, where, refs
         self.length, self.num_rows = length, num_rows
+        self.base = base
         self.done = False
         self.lock = threading.Lock()
 
@@ -153,13 +181,20 @@ class _Part:
             except ValueError as exc:  # DamagedEntry, or columns that do not fit
                 logger.warning("profile cache: %s of line %s read from the source instead: %s",
                                self.where[-1], self.where[1:-1], exc)
-                plain = self.entry.decoded_part(self.where)
-                if not isinstance(plain, base) or len(plain) != self.length:  # type: ignore[arg-type]
-                    raise UnreadableProfile(
-                        "the profile file changed while it was read; reload") from exc
-            for f in dataclasses.fields(base):
-                object.__setattr__(obj, f.name, getattr(plain, f.name))
-            self.done = True
+                damaged = exc
+            else:
+                self.adopt(obj, plain)
+                return
+        # Outside this part's lock: the replacement takes every part's lock in turn.
+        self.entry.replace_from_source(damaged)
+        if not self.done:  # pragma: no cover - replace_from_source adopts every part
+            raise UnreadableProfile("the profile file changed while it was read; reload")
+
+    def adopt(self, obj: Any, plain: Any) -> None:
+        """Gives the lazy `obj` the columns of `plain` (the caller holds `lock`)."""
+        for f in dataclasses.fields(self.base):
+            object.__setattr__(obj, f.name, getattr(plain, f.name))
+        self.done = True
 
 
 class _LazyPart:

@@ -42,7 +42,7 @@ from tb_profile_plugin.trace.index_cache import INDEX_FORMAT_VERSION
 from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.cache import directory as cache_directory
 from tb_profile_plugin.xspace.cache import entry as cache_entry
-from tb_profile_plugin.xspace.store import ProfileStore
+from tb_profile_plugin.xspace.store import ProfileStore, disk_key
 from tests.pod_runs import HostPlan, host_xspace
 
 VIEWS = ("profile_info", "trace_viewer", "tensorflow_stats")
@@ -73,9 +73,7 @@ def _make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
     run.mkdir(parents=True)
     profile = run / "worker.xplane.pb"
     profile.write_bytes(host_xspace(HostPlan("worker", 0, 6, 0, slow_steps=frozenset({2}))))
-    st = profile.stat()
-    return Setup(tmp_path / "logs", cache_dir, profile,
-                 cache.cache_key(str(profile), st.st_size, st.st_mtime_ns))
+    return Setup(tmp_path / "logs", cache_dir, profile, disk_key(str(profile)))
 
 
 def _serve(setup: Setup) -> tuple[dict[str, Any], int]:

@@ -11,7 +11,10 @@ import { list, num, record, str } from "../format";
 
 export interface TraceThread {
   readonly tid: number;
+  /** The track's full name, id included ("tf_Compute/7334861595981986678"): hover, details. */
   readonly name: string;
+  /** What the gutter shows (`readableLabels`): "tf_Compute 1", "python". */
+  readonly label: string;
   readonly sortIndex: number;
   /** Deepest nesting level over the whole profile (0 = only outermost events). */
   readonly maxDepth: number;
@@ -132,16 +135,45 @@ function parseThread(value: unknown): TraceThread {
   return {
     tid: num(r["tid"]) ?? 0,
     name: str(r["name"], String(num(r["tid"]) ?? "")),
+    label: "",
     sortIndex: num(r["sort_index"]) ?? 0,
     maxDepth: Math.max(0, num(r["max_depth"]) ?? 0),
     numEvents: num(r["num_events"]) ?? 0,
   };
 }
 
+/** A long numeric id after the last "/" of a thread's name (TF's 64-bit thread hashes). */
+const LONG_ID = /\/-?\d{6,}$/;
+
+/**
+ * Readable gutter labels for one process's threads, in track order (issue 29): each name
+ * without its long numeric id ("tf_Compute/7334861595981986678" -> "tf_Compute"); names that
+ * several threads share are numbered 1, 2, ... in track order ("tf_Compute 1", "tf_Compute 2").
+ * Short ids ("Host Threads/546") say which thread it is and stay. The full name stays the
+ * thread's `name` (hover note, details).
+ */
+export function readableLabels(names: readonly string[]): string[] {
+  const bases = names.map((name) => {
+    const base = name.replace(LONG_ID, "");
+    return base === "" ? name : base;
+  });
+  const total = new Map<string, number>();
+  for (const base of bases) total.set(base, (total.get(base) ?? 0) + 1);
+  const seen = new Map<string, number>();
+  return bases.map((base) => {
+    if ((total.get(base) ?? 0) < 2) return base;
+    const k = (seen.get(base) ?? 0) + 1;
+    seen.set(base, k);
+    return `${base} ${String(k)}`;
+  });
+}
+
 function parseProcess(value: unknown): TraceProcess {
   const r = record(value);
-  const threads = list(r["threads"]).map(parseThread);
-  threads.sort((a, b) => a.sortIndex - b.sortIndex || a.tid - b.tid);
+  const parsed = list(r["threads"]).map(parseThread);
+  parsed.sort((a, b) => a.sortIndex - b.sortIndex || a.tid - b.tid);
+  const labels = readableLabels(parsed.map((t) => t.name));
+  const threads = parsed.map((t, k) => ({ ...t, label: labels[k] ?? t.name }));
   return {
     pid: num(r["pid"]) ?? 0,
     name: str(r["name"], `pid ${String(num(r["pid"]) ?? "")}`),

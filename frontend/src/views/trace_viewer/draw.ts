@@ -130,8 +130,9 @@ export interface FrameStats {
   readonly boundaries: readonly Boundary[];
   /** The ruler's tick labels, left to right. */
   readonly rulerLabels: readonly string[];
-  /** The thread names drawn in the gutter: the full name and the text drawn (maybe cut). */
-  readonly threadLabels: readonly { name: string; shown: string; width: number; y: number }[];
+  /** The thread labels drawn in the gutter: the full name, its readable label and the text
+   *  drawn (the label, cut in the middle when too long). */
+  readonly threadLabels: readonly { name: string; label: string; shown: string; width: number; y: number }[];
 }
 
 /** Content y of a row -> canvas y. */
@@ -419,7 +420,7 @@ function drawRowChrome(
   ctx: CanvasRenderingContext2D,
   input: FrameInput,
   rows: readonly Row[],
-  threadLabels: { name: string; shown: string; width: number; y: number }[],
+  threadLabels: { name: string; label: string; shown: string; width: number; y: number }[],
 ): void {
   // Process headers across the full width (label drawn below, over the gutter too).
   for (const row of rows) {
@@ -447,10 +448,12 @@ function drawRowChrome(
       ctx.fillText(fitText(label, input.widthPx - 16, 7), 6, y + row.height / 2);
       ctx.font = FONT;
     } else if (row.depth === 0) {
-      // Cut in the middle: threads differ at their end ("... #12"); hover shows it whole.
-      const shown = fitMiddleText(ctx, row.thread.name, THREAD_LABEL_WIDTH_PX);
+      // The readable label (data.ts `readableLabels`: no long numeric id, alike names
+      // numbered), cut in the middle if still too long; hover shows the full name.
+      const label = row.thread.label || row.thread.name;
+      const shown = fitMiddleText(ctx, label, THREAD_LABEL_WIDTH_PX);
       const width = ctx.measureText(shown).width;
-      threadLabels.push({ name: row.thread.name, shown, width, y: y + row.height / 2 });
+      threadLabels.push({ name: row.thread.name, label, shown, width, y: y + row.height / 2 });
       ctx.fillStyle = "#424242";
       ctx.fillText(shown, THREAD_LABEL_X_PX, y + row.height / 2);
     }
@@ -608,7 +611,7 @@ export function drawFrame(ctx: CanvasRenderingContext2D, input: FrameInput): Fra
   }
   drawSelection(ctx, input, trackWidth);
   const flows = drawFlows(ctx, input, trackWidth);
-  const threadLabels: { name: string; shown: string; width: number; y: number }[] = [];
+  const threadLabels: { name: string; label: string; shown: string; width: number; y: number }[] = [];
   drawRowChrome(ctx, input, rows, threadLabels);
   const rulerLabels: string[] = [];
   drawRuler(ctx, input, trackWidth, rulerLabels);

@@ -20,8 +20,10 @@
  *                     two runs of sub-pixel events under different events of the row above);
  *                     boundaries: the first 2000, {row, x} in canvas CSS px, by row then x
  *   ruler_labels      the time ruler's tick labels, left to right
- *   thread_labels     the thread names drawn in the gutter: {name, shown (the text drawn, cut
- *                     in the middle when too long), width (CSS px of the text drawn),
+ *   thread_labels     the thread labels drawn in the gutter: {name (full, id included),
+ *                     label (readable: no long numeric id, alike names numbered 1, 2, ...),
+ *                     shown (the label drawn, cut in the middle when too long), width (CSS px
+ *                     of the text drawn),
  *                     y (canvas CSS px of the label's middle)}
  *   hover             what the hover note says: {kind: block|event|thread, count, text} or null
  *   loaded            the window drawn from: {url, window_ms, resolution, returned_events,
@@ -69,7 +71,7 @@ export interface TraceHook {
   drawn_boundaries: number;
   boundaries: { row: string; x: number }[];
   ruler_labels: string[];
-  thread_labels: { name: string; shown: string; width: number; y: number }[];
+  thread_labels: { name: string; label: string; shown: string; width: number; y: number }[];
   hover: { kind: string; count: number; text: string } | null;
   loaded: {
     url: string;
