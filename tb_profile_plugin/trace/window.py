@@ -373,19 +373,7 @@ def _search(values: np.ndarray, first: np.ndarray, last: np.ndarray, key: int,
             side: str) -> np.ndarray:
     """`first[k] + np.searchsorted(values[first[k]:last[k]], key, side)` for every k at once:
     a binary search stepped for all ranges together (no loop per range)."""
-    lo, hi = first.astype(np.int64), last.astype(np.int64)
-    if len(values) == 0:
-        return lo
-    while True:
-        active = lo < hi
-        if not active.any():
-            return lo
-        mid = (lo + hi) // 2
-        value = values[np.minimum(mid, len(values) - 1)]
-        right = (value < key) if side == "left" else (value <= key)
-        right &= active
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(active & ~right, mid, hi)
+    return _search_each(values, first, last, np.full(len(first), key, np.int64), side)
 
 
 def _overlapping(
