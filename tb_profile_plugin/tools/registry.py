@@ -69,12 +69,6 @@ VIEWS: dict[str, View] = {
 profile_info.report_on(ordered_views)  # what every view needs, itself included
 
 
-def register(view: View) -> View:
-    """Adds a view beyond the built-in ones (it comes after them in `ordered_views`)."""
-    VIEWS[view.name] = view
-    return view
-
-
 def readable_only(
     paths: Mapping[str, str], facts: Mapping[str, HostFacts]
 ) -> tuple[dict[str, str], dict[str, HostFacts], dict[str, str]]:

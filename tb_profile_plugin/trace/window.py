@@ -319,11 +319,10 @@ def _capped_visible_events(
     else:  # a window of at most 1 ps: nothing can be filtered
         visible = _visible_events(index, a_ps, b_ps, resolution, unfiltered_max_events)
         shown = resolution
-    keep = np.zeros(len(visible.ids), bool)
-    keep[:max_events] = True
-    return Visible(visible.ids[keep], visible.num_filtered, visible.blocks,
-                   visible.start_ps[keep], visible.end_ps[keep], visible.name_id[keep],
-                   visible.block_name_id, visible.segment[keep], shown_resolution=shown,
+    first = slice(max_events)
+    return Visible(visible.ids[first], visible.num_filtered, visible.blocks,
+                   visible.start_ps[first], visible.end_ps[first], visible.name_id[first],
+                   visible.block_name_id, visible.segment[first], shown_resolution=shown,
                    num_truncated=len(visible.ids) - max_events)
 
 

@@ -252,6 +252,7 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex,
     texts = index.texts
     op_name = np.full(stats.n, -1, np.int64)
     op_type = np.full(stats.n, -1, np.int64)
+    jax_type = np.full(stats.n, -1, np.int64)
     present = np.unique(framework[framework >= 0])
     if len(present):  # one parse per distinct text, not per event
         name_of = np.full(len(texts) + 1, -1, np.int64)
@@ -268,8 +269,7 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex,
         op_type = type_of[framework]
         jax_type = jax_type_of[framework]
     framework_typed = op_type >= 0
-    if len(present):
-        op_type = np.where(framework_typed, op_type, jax_type)
+    op_type = np.where(framework_typed, op_type, jax_type)
     jax_name = stats.text(JAX_OP_NAME_STAT, index)
     hlo = stats.text(HLO_OP_STAT, index)
     kernel = stats.metadata_names(index, display=xla_line)
@@ -363,7 +363,7 @@ def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index:
     identical fusions and names it after the first). Where a replay does not pair, its
     kernels keep what their names resolve to (`_from_hlo`). One replay: the kernels of one
     graph launch (one `correlation_id`) on this line, in the order they started; replays that
-    ran the same kernels are paired once, and each replay's events are written at once."""
+    ran the same kernels are paired once, and every event is written in one numpy pass."""
     texts = index.texts
     buffers = [code for code in np.unique(hlo[hlo >= 0]).tolist()
                if texts[code].startswith(COMMAND_BUFFER_PREFIX)]
@@ -377,26 +377,52 @@ def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index:
     keys = np.stack([which[rows], hlo[rows], correlation[rows].astype(np.int64)], axis=1)
     order = np.lexsort((line.events.start_ps[rows], keys[:, 2], keys[:, 1], keys[:, 0]))
     rows, keys = rows[order], keys[order]
-    starts = np.flatnonzero(np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)])
-    paired: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-    for replay in np.split(rows, starts[1:]):
-        key = (int(which[replay[0]]), *kernel[replay].tolist())
-        if key not in paired:  # one pairing per distinct replay, not per replay
-            found = hlo_ops.instructions_in_graph(
-                texts[key[0]], [texts[k] if k >= 0 else "" for k in key[1:]])
-            instructions = [ins for ins in found if ins is not None]
-            paired[key] = (
-                np.array([k for k, ins in enumerate(found) if ins is not None], np.int64),
-                np.array([index.code(ins.op_name) if ins.op_name else -1
-                          for ins in instructions], np.int64),
-                np.array([index.code(ins.name) for ins in instructions], np.int64),
-                np.array([ins.low_precision for ins in instructions], bool))
-        places, ops, names, low = paired[key]
-        if len(places):
-            events = replay[places]
-            from_hlo.op_name[events] = ops
-            from_hlo.hlo_op[events] = names
-            from_hlo.low_precision[events] = low
+    first = np.flatnonzero(np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)])
+    length = np.diff(np.r_[first, len(rows)])
+    replay = np.repeat(np.arange(len(first)), length)  # of each row
+    place = np.arange(len(rows)) - first[replay]  # its place in its replay
+    # Replays that ran the same kernels are paired once: grouped by module, length and two
+    # hashes of their kernels (numpy over the rows), each member then checked equal to its
+    # group's first replay, kernel by kernel; a replay that is not (a collision) is its own.
+    rng = np.random.default_rng(0x7B)
+    weights = rng.integers(1, 2**62, size=(2, int(length.max())), dtype=np.int64)
+    codes = kernel[rows].astype(np.int64) + 2
+    with np.errstate(over="ignore"):
+        hashes = [np.add.reduceat(codes * w[place], first) for w in weights]
+    signature = np.stack([which[rows[first]], length, *hashes], axis=1)
+    _, leader, group = np.unique(signature, axis=0, return_index=True, return_inverse=True)
+    by_first = np.argsort(leader)  # groups in the order their first replay comes
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(len(by_first))
+    leader, group = leader[by_first], rank[group.ravel()]
+    same = codes == codes[first[leader[group]][replay] + place]
+    if not same.all():
+        group = group.copy()
+        differs = np.unique(replay[~same])
+        group[differs] = np.arange(len(leader), len(leader) + len(differs))
+        leader = np.r_[leader, differs]
+    # Per group, the pairing of its first replay: per place, the instruction's codes.
+    offset = np.r_[0, np.cumsum(length[leader])]
+    op_at = np.full(offset[-1], -2, np.int64)  # -2: the place keeps its own resolution
+    name_at = np.full(offset[-1], -1, np.int64)
+    low_at = np.zeros(offset[-1], bool)
+    for g, r in enumerate(leader.tolist()):  # one pairing per distinct replay
+        members = rows[first[r]:first[r] + length[r]]
+        found = hlo_ops.instructions_in_graph(
+            texts[int(which[members[0]])], [texts[k] if k >= 0 else "" for k in
+                                            kernel[members].tolist()])
+        places = [k for k, ins in enumerate(found) if ins is not None]
+        instructions = [ins for ins in found if ins is not None]
+        at = offset[g] + np.array(places, np.int64)
+        op_at[at] = [index.code(ins.op_name) if ins.op_name else -1 for ins in instructions]
+        name_at[at] = [index.code(ins.name) for ins in instructions]
+        low_at[at] = [ins.low_precision for ins in instructions]
+    at = offset[group[replay]] + place
+    paired = op_at[at] != -2
+    events = rows[paired]
+    from_hlo.op_name[events] = op_at[at[paired]]
+    from_hlo.hlo_op[events] = name_at[at[paired]]
+    from_hlo.low_precision[events] = low_at[at[paired]]
 
 
 _MODULE_WITH_ID = re.compile(r"^(.*)\((-?\d+)\)$")
