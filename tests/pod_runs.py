@@ -71,6 +71,19 @@ def write_run(session_dir: Path, plans: list[HostPlan]) -> dict[str, str]:
     return paths
 
 
+#: One host's file in two versions of the same size (other step numbers): a rewrite that
+#: neither the size nor a restored modification time tells apart.
+SAME_SIZE_VERSIONS = (HostPlan("worker", 0, 6, 0), HostPlan("worker", 0, 6, 1))
+
+
+def one_host_logdir(tmp: Path) -> tuple[Path, Path]:
+    """A logdir under `tmp` with run `run/s` of host `worker` (the first of
+    SAME_SIZE_VERSIONS): (the logdir, the host's file)."""
+    logdir = tmp / "logdir"
+    paths = write_run(logdir / "run" / "plugins" / "profile" / "s", [SAME_SIZE_VERSIONS[0]])
+    return logdir, Path(paths["worker"])
+
+
 #: Four workers: different first step numbers, captures starting and stopping at different
 #: steps, one clock 300 µs ahead, one with gRPC-style relative timestamps; worker_2 waits for
 #: input in global steps 6 and 9.

@@ -85,6 +85,9 @@ _SAME_TRACK = {TF_OPS: FRAMEWORK_OPS, FRAMEWORK_OPS: TF_OPS}
 #: An op bar bridges an idle stretch between its op's events of at most this many times its
 #: busy time (module docstring, "Idle within an op bar").
 _MAX_IDLE_PER_BUSY = 4
+#: Rounds of idle cuts at most (each is one numpy pass; a cut shortens a run, which may expose
+#: the next: real tracks settle in 1-3 rounds, and the bound keeps a crafted one linear).
+_MAX_IDLE_ROUNDS = 32
 
 
 @dataclass(frozen=True)
@@ -192,14 +195,15 @@ def _idle_cuts(table: EventTable, order: np.ndarray, new_run: np.ndarray) -> np.
     # Idle before event i+1: from the latest end of the track's events so far to its start.
     idle = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0)
     new_run = new_run.copy()
-    while True:
+    for _ in range(_MAX_IDLE_ROUNDS):  # cuts only shorten runs: each round adds some or ends
         cuts = np.flatnonzero(new_run)
         busy = np.add.reduceat(busy_each, cuts)
         run = np.cumsum(new_run) - 1
         cut = ~new_run[1:] & (idle > _MAX_IDLE_PER_BUSY * busy[run[:-1]])
         if not cut.any():
-            return new_run
+            break
         new_run[1:] |= cut
+    return new_run
 
 
 def _overview_steps(profile: Profile, plane_index: int, table: EventTable,

@@ -16,6 +16,7 @@ import numpy as np
 
 from tb_profile_plugin.trace.wire import len_field, repeated_messages
 from tb_profile_plugin.xspace.pb import xplane_pb2
+from tests.browser.trace_synthetic import write_host_file
 
 SESSION = "2026_01_01_00_00_00"
 STEPS_RUN = f"dense_steps/{SESSION}"
@@ -56,7 +57,4 @@ def steps_trace_profile(steps: int = STEPS, children: int = CHILDREN) -> bytes:
 
 def write_steps_trace(logdir: Path) -> None:
     """Writes the capture as run `dense_steps/<session>`, host `stepshost`."""
-    run, session = STEPS_RUN.split("/")
-    session_dir = logdir / run / "plugins" / "profile" / session
-    session_dir.mkdir(parents=True, exist_ok=True)
-    (session_dir / f"{STEPS_HOST}.xplane.pb").write_bytes(steps_trace_profile())
+    write_host_file(logdir, STEPS_RUN, STEPS_HOST, steps_trace_profile())

@@ -88,9 +88,14 @@ def big_trace_profile(threads: int = THREADS, blocks: int = BLOCKS) -> bytes:
     return len_field(1, plane_bytes) + space
 
 
-def write_big_trace(logdir: Path) -> None:
-    """Writes the big profile as run `big_trace/<session>`, host `bighost`."""
-    run, session = BIG_RUN.split("/")
+def write_host_file(logdir: Path, run_session: str, host: str, data: bytes) -> None:
+    """Writes `data` as host `host` of run `<run>/<session>` (`run_session`) under `logdir`."""
+    run, session = run_session.split("/")
     session_dir = logdir / run / "plugins" / "profile" / session
     session_dir.mkdir(parents=True, exist_ok=True)
-    (session_dir / f"{BIG_HOST}.xplane.pb").write_bytes(big_trace_profile())
+    (session_dir / f"{host}.xplane.pb").write_bytes(data)
+
+
+def write_big_trace(logdir: Path) -> None:
+    """Writes the big profile as run `big_trace/<session>`, host `bighost`."""
+    write_host_file(logdir, BIG_RUN, BIG_HOST, big_trace_profile())

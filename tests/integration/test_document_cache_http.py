@@ -14,19 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import Server, start_tensorboard, stop
-from tests.pod_runs import HostPlan, host_xspace
+from tests.pod_runs import SAME_SIZE_VERSIONS, host_xspace, one_host_logdir
 
-OLD = host_xspace(HostPlan("worker", 0, 6, 0))
-NEW = host_xspace(HostPlan("worker", 0, 6, 1))  # the same size, other step numbers
+OLD, NEW = (host_xspace(plan) for plan in SAME_SIZE_VERSIONS)
 RUN = "run/s"
 
 
-def _logdir(tmp: Path) -> tuple[Path, Path]:
-    session = tmp / "logdir" / "run" / "plugins" / "profile" / "s"
-    session.mkdir(parents=True)
-    path = session / "worker.xplane.pb"
-    path.write_bytes(OLD)
-    return tmp / "logdir", path
 
 
 def _rss_bytes(server: Server) -> int:
@@ -48,7 +41,7 @@ def _steps(body: bytes) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RSS from /proc")
 def test_large_parameters_do_not_grow_the_server(tmp_path: Path) -> None:
-    logdir, _ = _logdir(tmp_path)
+    logdir, _ = one_host_logdir(tmp_path)
     server = start_tensorboard(logdir, tmp_path)
     try:
         assert _overview(server)[0] == 200
@@ -70,7 +63,7 @@ def test_large_parameters_do_not_grow_the_server(tmp_path: Path) -> None:
 
 
 def test_a_same_size_rewrite_is_served_now_and_after_a_restart(tmp_path: Path) -> None:
-    logdir, path = _logdir(tmp_path)
+    logdir, path = one_host_logdir(tmp_path)
     server = start_tensorboard(logdir, tmp_path)
     try:
         status, old = _overview(server)
@@ -95,7 +88,7 @@ def test_a_same_size_rewrite_is_served_now_and_after_a_restart(tmp_path: Path) -
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000 (the unit test "
                     "tests/unit/test_file_identity.py covers it)")
 def test_a_host_is_readable_again_once_its_permissions_are_fixed(tmp_path: Path) -> None:
-    logdir, path = _logdir(tmp_path)
+    logdir, path = one_host_logdir(tmp_path)
     os.chmod(path, 0)
     server = start_tensorboard(logdir, tmp_path)
     try:

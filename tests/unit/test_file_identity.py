@@ -16,10 +16,9 @@ from tb_profile_plugin import fs
 from tb_profile_plugin.analysis.hosts import host_pool
 from tb_profile_plugin.xspace import cache
 from tb_profile_plugin.xspace.store import ProfileStore, disk_key
-from tests.pod_runs import HostPlan, host_xspace
+from tests.pod_runs import SAME_SIZE_VERSIONS, host_xspace, one_host_logdir
 
-OLD = host_xspace(HostPlan("worker", 0, 6, 0))
-NEW = host_xspace(HostPlan("worker", 0, 6, 1))  # the same size, other step numbers
+OLD, NEW = (host_xspace(plan) for plan in SAME_SIZE_VERSIONS)
 
 
 def _rewrite_keeping_mtime(path: Path, data: bytes) -> None:
@@ -106,12 +105,6 @@ def test_the_store_serves_the_rewrite_now_and_after_a_restart(tmp_path: Path) ->
     assert _steps(path, restarted) == new_steps
 
 
-def _plugin_logdir(tmp_path: Path) -> tuple[Path, Path]:
-    session = tmp_path / "logdir" / "run" / "plugins" / "profile" / "s"
-    session.mkdir(parents=True)
-    path = session / "worker.xplane.pb"
-    path.write_bytes(OLD)
-    return tmp_path / "logdir", path
 
 
 def _overview(plugin: object) -> bytes:
@@ -125,7 +118,7 @@ def _overview(plugin: object) -> bytes:
 def test_the_document_cache_serves_the_rewrite(tmp_path: Path) -> None:
     from tb_profile_plugin.plugin import ProfilePlugin
 
-    logdir, path = _plugin_logdir(tmp_path)
+    logdir, path = one_host_logdir(tmp_path)
     plugin = ProfilePlugin(base_plugin.TBContext(logdir=str(logdir)))
     old = _overview(plugin)
     assert _overview(plugin) == old and plugin._documents.hits == 1
