@@ -51,13 +51,14 @@ come after them in their custom-calls' order.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
 
-from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.model import Profile, result_nbytes
 from tb_profile_plugin.xspace.pb import hlo_summary_pb2
 from tb_profile_plugin.xspace.schema import METADATA_PLANE_NAME, StatKind
 
@@ -122,6 +123,13 @@ class HloInstructions:
 
     def __len__(self) -> int:
         return len(self._by_program) + len(self._by_name)
+
+    @functools.cached_property
+    def fixed_nbytes(self) -> int:
+        """What it holds, measured once: it never changes after it is built, and walking its
+        modules' instructions and launches on every measure of the profile cost ~40 ms per
+        request on a 3,300-event H200 capture (`model.result_nbytes` reads this)."""
+        return result_nbytes((self._by_program, self._by_name))
 
     def module(self, module_or_program: str) -> Module | None:
         """The module an event names by `program_id` (decimal) or `hlo_module`."""

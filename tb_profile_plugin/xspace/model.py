@@ -15,6 +15,7 @@ directly and stay well inside int64. The file's own per-line `offset_ps` is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -306,7 +307,9 @@ _OBJECT_BYTES = sys.getsizeof("")
 
 def result_nbytes(result: object, seen: set[int] | None = None) -> int:
     """Bytes of the arrays and strings reachable from `result` (each counted once, and not
-    again when already in `seen`; the profile and its planes are not part of a result)."""
+    again when already in `seen`; the profile and its planes are not part of a result). An
+    object that never changes once built may say its size once, as a `functools.cached_property`
+    named `fixed_nbytes`: it is not walked again."""
     seen = set() if seen is None else seen
     total = 0
     stack: list[tuple[object, int]] = [(result, 0)]
@@ -328,6 +331,9 @@ def result_nbytes(result: object, seen: set[int] | None = None) -> int:
             total += len(value) + _OBJECT_BYTES
         elif isinstance(value, Profile | Plane):
             continue
+        elif isinstance(fixed := getattr(type(value), "fixed_nbytes", None),
+                        functools.cached_property):
+            total += int(fixed.__get__(value))  # immutable: measured once, then kept
         elif isinstance(value, dict):
             total += sys.getsizeof(value)
             stack.extend((item, depth + 1) for pair in value.items() for item in pair)
