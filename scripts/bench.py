@@ -30,6 +30,9 @@ With `--scale [PATH]`: 1M, 10M and 20M-event captures made from the real capture
 /tmp/tbp_large), "longer" (repeated in time) and "wider" (repeated as more threads), written once
 under `--scratch`; overview, tensorflow_stats and the trace's first window cold (and reopened
 from the disk cache), time and peak RSS, beside the reference's (scripts/bench_scale.py).
+With `--device gpu8_2m,gpu8_10m,...`: device-heavy GPU captures (2M/10M/20M events, 8 GPUs,
+repeated in time) and a host capture with many TF op rows, made at bench time from the committed
+real captures; every view cold beside the reference, peak RSS per event (scripts/bench_device.py).
 With `--warm PATH [--code DIR]`: every analysis view through the plugin's data route, cold
 once then `--repeats` times warm (the same request again from the same server; median and
 all, ms), load noted; `--code` runs another checkout, for before/after in one run
@@ -154,7 +157,8 @@ def main() -> int:
     parser.add_argument("--server", action="store_true",
                         help="with --hosts: the plugin's ALL_HOSTS routes, server and tree RSS")
     parser.add_argument("--code", type=Path,
-                        help="with --server or --warm: the checkout to run")
+                        help="with --server or --warm: the checkout to run; with --device: a "
+                        "second checkout measured right after ours (before/after in one run)")
     parser.add_argument("--scheduler", help="with --server: a Dask scheduler address")
     parser.add_argument("--steps", type=int, default=400, help="with --server: steps per host")
     parser.add_argument("--capture", type=Path,
@@ -183,6 +187,18 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3,
                         help="with --scale: fresh processes per figure of ours (the median is "
                         "reported, with the spread); the reference runs once")
+    parser.add_argument("--device", metavar="CAPTURES",
+                        help="device-heavy GPU captures (gpu8_2m,gpu8_10m,gpu8_20m, nograph8_*, "
+                        "graph8_*) and the TF-op host capture (tfops_2m), made from the committed "
+                        "NVIDIA and keras_fit captures (scripts/bench_device.py)")
+    parser.add_argument("--scratch-device", type=Path, default=Path("/tmp/tbp_device"),
+                        help="with --device: where the captures are written (and reused)")
+    parser.add_argument("--works-device",
+                        default="overview,tensorflow_stats,kernel_stats,input_pipeline_analyzer,"
+                        "trace", help="with --device: the views to measure")
+    parser.add_argument("--reference-captures-device", default="gpu8_2m,gpu8_10m,nograph8_2m,"
+                        "nograph8_10m,tfops_2m",
+                        help="with --device: captures the reference runs on")
     parser.add_argument("--warm", action="store_true",
                         help="cold and warm data-route requests per view (bench_warm.py)")
     parser.add_argument("--repeats", type=int, default=5, help="with --warm: warm requests")
@@ -193,6 +209,21 @@ def main() -> int:
 
         text = json.dumps(run_warm(_find(args.path or Path("/tmp/tbp_large")), args.code,
                                    repeats=args.repeats), indent=2)
+        print(text)
+        if args.json_out:
+            args.json_out.write_text(text + "\n")
+        return 0
+    if args.device:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_device import run as run_device
+
+        result = run_device(args.scratch_device, args.device.split(","),
+                            args.works_device.split(","), args.reference_python,
+                            args.reference_timeout,
+                            set(args.reference_captures_device.split(",")), runs=max(1, args.runs),
+                            before=args.code)
+        print(result["table"], file=sys.stderr)
+        text = json.dumps(result, indent=2)
         print(text)
         if args.json_out:
             args.json_out.write_text(text + "\n")

@@ -36,9 +36,10 @@ Each of our figures is the median of `--runs` such processes (default 3; the spr
 printed beside it: on a VM one cold run can take twice another, first-touch memory), the
 reference's one run (a 20M-event reference run takes minutes).
 
-Every figure carries the child's own peak RSS (VmHWM: ru_maxrss would count the parent's RSS
-at the fork) and the 1-minute load average before
-it (the machine is shared).
+Every figure carries its CPU time (`cpu_s`: every thread of the child, which the machine's
+load moves far less than the wall time), the child's own peak RSS (VmHWM: ru_maxrss would
+count the parent's RSS at the fork) and the 1-minute load average before it (the machine is
+shared).
 """
 
 from __future__ import annotations
@@ -196,13 +197,14 @@ try:  # what the server sends (orjson); a tree from before json_text.py: the std
     from tb_profile_plugin.json_text import json_bytes as serialise
 except ImportError:
     serialise = json.dumps
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 profile = ProfileStore().open(path)
 out = {"open_s": time.perf_counter() - t, "decoder": profile.decoder,
        "events": profile.num_events}
 doc = view.build(registry.ViewRequest("bench", "host", {"host": profile}, {}))
 serialise(doc)
 out["s"] = time.perf_counter() - t
+out["cpu_s"] = time.process_time() - cpu  # every thread's CPU: a figure the load moves less
 if work == "trace":
     span = doc["full_timespan_ms"][1]
     slowest = 0.0
@@ -233,15 +235,16 @@ with tempfile.TemporaryDirectory() as tmp:  # xprof writes cache files beside it
     if tool == "trace_viewer@":
         options = {"use_saved_result": False, "hosts": [os.path.basename(path)[:-11]],
                    "trace_viewer_options": {"resolution": "1600"}}
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     raw_to_tool_data.xspace_to_tool_data([copy], tool, options)
-    seconds = time.perf_counter() - t
+    seconds, cpu_s = time.perf_counter() - t, time.process_time() - cpu
 rss_kb = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
-print(json.dumps({"s": seconds, "rss_mb": rss_kb / 1024}))
+print(json.dumps({"s": seconds, "cpu_s": cpu_s, "rss_mb": rss_kb / 1024}))
 """
 
 REFERENCE_TOOL = {"overview": "overview_page", "tensorflow_stats": "framework_op_stats",
-                  "trace": "trace_viewer@"}
+                  "trace": "trace_viewer@", "kernel_stats": "kernel_stats",
+                  "input_pipeline_analyzer": "input_pipeline_analyzer"}
 
 
 def _run(argv: list[str], env: dict[str, str], timeout_s: float | None) -> dict[str, Any]:
@@ -258,9 +261,10 @@ def _run(argv: list[str], env: dict[str, str], timeout_s: float | None) -> dict[
     return out
 
 
-def ours(work: str, path: Path, cache_dir: str) -> dict[str, Any]:
+def ours(work: str, path: Path, cache_dir: str, root: Path = ROOT) -> dict[str, Any]:
+    """`root`: the checkout to run (another one for a before/after in one run)."""
     env = dict(os.environ, TB_PROFILE_CACHE_DIR=cache_dir)
-    return _run([sys.executable, "-c", _OURS, str(ROOT), work, str(path)], env, None)
+    return _run([sys.executable, "-c", _OURS, str(root), work, str(path)], env, None)
 
 
 def reference(python: str, work: str, path: Path, timeout_s: float) -> dict[str, Any]:

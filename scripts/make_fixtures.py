@@ -101,6 +101,29 @@ Usage::
     python scripts/make_fixtures.py --only jax_cpu_steps --only jax_cpu_plain   # JAX only
     python scripts/make_fixtures.py --large /tmp/tbp_large
     python scripts/make_fixtures.py --summarize tests/data   # only print the summaries
+    /tmp/torch_venv/bin/python scripts/make_fixtures.py --pytorch [OUT]   # PyTorch only
+
+PyTorch fixtures (``--pytorch [OUT]``, default ``tests/data``; needs only torch, developed
+against torch 2.13.0+cpu; TensorFlow is not imported). Each is a TensorBoard logdir with one
+run directory ``run0`` holding what ``torch.profiler.tensorboard_trace_handler(dir,
+worker_name=...)`` wrote: ``<worker>.<time_ns>.pt.trace.json[.gz]``. All use
+``activities=[CPU], record_shapes=True, profile_memory=True, with_stack=False``; the
+training ones use ``schedule(wait=1, warmup=1, active=3)`` and ``prof.step()`` after each step,
+so the trace holds ``ProfilerStep#2..#4``.
+
+``pytorch_cpu_train``
+    MLP 64-256-256-10, SGD, fed by ``DataLoader(num_workers=2)`` over a map-style dataset
+    that sleeps ``PYTORCH_LOAD_SLEEP_S`` per sample (input-bound steps).
+``pytorch_cpu_gzip``
+    Small CNN on in-memory images, ``DataLoader(num_workers=0)``, ``use_gzip=True``.
+``pytorch_gloo_2ranks``
+    Two ranks (``torch.multiprocessing.spawn``) with ``torch.distributed`` gloo on 127.0.0.1,
+    ``DistributedDataParallel`` of the MLP; worker names ``rank0``/``rank1`` in one run
+    directory. Rank 1 sleeps ``PYTORCH_GLOO_STRAGGLER_SLEEP_S`` per step inside
+    ``record_function("slow_data_rank1")``, so rank 0 waits in ``gloo:all_reduce``.
+``pytorch_cpu_nosteps``
+    Inference only: three ``record_function("inference")`` forward passes under
+    ``no_grad``, no schedule and no ``prof.step()``, i.e. no ``ProfilerStep`` at all.
 
 Regenerating a fixture first deletes its directory under the output directory
 (``--out``, default ``tests/data``); ``tests/data/README.md`` is never touched.
@@ -893,6 +916,234 @@ def generate_large(logdir: Path) -> None:
         )
 
 
+# --------------------------------------------------------------------------------------
+# PyTorch fixtures (``--pytorch [OUT]``): Kineto Chrome-trace JSON written by
+# ``torch.profiler``. torch is imported only inside these functions, never TensorFlow.
+# --------------------------------------------------------------------------------------
+
+PYTORCH_FIXTURES: tuple[str, ...] = (
+    "pytorch_cpu_train",
+    "pytorch_cpu_gzip",
+    "pytorch_gloo_2ranks",
+    "pytorch_cpu_nosteps",
+)
+PYTORCH_RUN = "run0"  # the TensorBoard run directory inside every pytorch_* logdir
+PYTORCH_WAIT, PYTORCH_WARMUP, PYTORCH_ACTIVE = 1, 1, 3  # torch.profiler.schedule(...)
+PYTORCH_LOAD_SLEEP_S = 0.002  # per-sample "decode" time in the Dataset (input-bound steps)
+PYTORCH_GLOO_STRAGGLER_SLEEP_S = 0.03  # extra per-step data time on rank 1 only
+PYTORCH_GLOO_PORT = 29531
+MAX_PYTORCH_FILE_BYTES = 1_500_000
+MAX_PYTORCH_TOTAL_BYTES = 5_000_000
+
+
+def _import_torch() -> Any:
+    """Import torch with a fixed seed and one intra-op thread (steadier timings on 2 cores)."""
+    import torch
+
+    torch.manual_seed(SEED)
+    torch.set_num_threads(1)
+    return torch
+
+
+def _torch_mlp(torch: Any, widths: Sequence[int]) -> Any:
+    layers: list[Any] = []
+    for i, (w_in, w_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+        layers.append(torch.nn.Linear(w_in, w_out))
+        if i < len(widths) - 2:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers)
+
+
+class _SlowDataset:
+    """Map-style dataset: seeded random features, a label, and a short sleep per sample."""
+
+    def __init__(self, size: int, features: int, sleep_s: float) -> None:
+        self.size, self.features, self.sleep_s = size, features, sleep_s
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        import torch
+
+        time.sleep(self.sleep_s)
+        gen = torch.Generator().manual_seed(SEED + index)
+        return torch.randn(self.features, generator=gen), torch.tensor(index % 10)
+
+
+def _torch_profile(torch: Any, trace_dir: Path, worker: str, *, steps: bool,
+                   use_gzip: bool = False) -> Any:
+    """``torch.profiler.profile`` (CPU, shapes, memory, no stack) with the TensorBoard handler;
+    with ``steps`` a wait/warmup/active schedule (the caller calls ``prof.step()``)."""
+    prof = torch.profiler
+    return prof.profile(
+        activities=[prof.ProfilerActivity.CPU],
+        schedule=(prof.schedule(wait=PYTORCH_WAIT, warmup=PYTORCH_WARMUP,
+                                active=PYTORCH_ACTIVE) if steps else None),
+        on_trace_ready=prof.tensorboard_trace_handler(str(trace_dir), worker_name=worker,
+                                                      use_gzip=use_gzip),
+        record_shapes=True,
+        profile_memory=True,
+        with_stack=False,
+    )
+
+
+def _torch_train(torch: Any, model: Any, loader: Any, prof: Any, steps: int,
+                 step_hook: Callable[[], None] | None = None) -> None:
+    """SGD with cross-entropy over ``loader`` for ``steps`` steps, ``prof.step()`` after each."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    batches = iter(loader)
+    for _ in range(steps):
+        x, y = next(batches)
+        if step_hook is not None:
+            step_hook()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        prof.step()
+
+
+def make_pytorch_cpu_train(logdir: Path) -> None:
+    """MLP trained from a DataLoader with 2 worker processes; schedule wait1/warmup1/active3."""
+    torch = _import_torch()
+    model = _torch_mlp(torch, (64, 256, 256, 10))
+    total = PYTORCH_WAIT + PYTORCH_WARMUP + PYTORCH_ACTIVE
+    loader = torch.utils.data.DataLoader(
+        _SlowDataset(32 * (total + 2), 64, PYTORCH_LOAD_SLEEP_S), batch_size=32,
+        num_workers=2, shuffle=False)
+    with _torch_profile(torch, logdir / PYTORCH_RUN, "worker0", steps=True) as prof:
+        _torch_train(torch, model, loader, prof, total)
+
+
+def make_pytorch_cpu_gzip(logdir: Path) -> None:
+    """Small CNN, in-process data (num_workers=0), trace written gzip-compressed."""
+    torch = _import_torch()
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 16, 3),
+                          nn.ReLU(), nn.Flatten(), nn.Linear(16 * 11 * 11, 10))
+    images = torch.randn(16 * 8, 1, 28, 28)
+    labels = torch.randint(0, 10, (16 * 8,))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images, labels),
+                                         batch_size=16, num_workers=0)
+    total = PYTORCH_WAIT + PYTORCH_WARMUP + PYTORCH_ACTIVE
+    with _torch_profile(torch, logdir / PYTORCH_RUN, "worker0", steps=True,
+                        use_gzip=True) as prof:
+        _torch_train(torch, model, loader, prof, total)
+
+
+def _pytorch_gloo_rank(rank: int, world_size: int, logdir: str) -> None:
+    """One rank of ``pytorch_gloo_2ranks`` (run by ``torch.multiprocessing.spawn``)."""
+    torch = _import_torch()
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    try:
+        model = torch.nn.parallel.DistributedDataParallel(_torch_mlp(torch, (64, 256, 256, 10)))
+        total = PYTORCH_WAIT + PYTORCH_WARMUP + PYTORCH_ACTIVE
+        dataset = _SlowDataset(32 * (total + 1), 64, 0.0)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=0)
+
+        def straggle() -> None:
+            if rank == 1:  # rank 1's data path is slower: rank 0 waits in the all-reduce
+                with torch.profiler.record_function("slow_data_rank1"):
+                    time.sleep(PYTORCH_GLOO_STRAGGLER_SLEEP_S)
+
+        dist.barrier()
+        with _torch_profile(torch, Path(logdir) / PYTORCH_RUN, f"rank{rank}", steps=True) as prof:
+            _torch_train(torch, model, loader, prof, total, step_hook=straggle)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def make_pytorch_gloo_2ranks(logdir: Path) -> None:
+    """DDP over gloo on 127.0.0.1, 2 spawned ranks, each profiling into the same run dir."""
+    import torch.multiprocessing as mp
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    port = PYTORCH_GLOO_PORT if _port_is_free(PYTORCH_GLOO_PORT) else _free_ports(1)[0]
+    os.environ["MASTER_PORT"] = str(port)
+    mp.spawn(_pytorch_gloo_rank, args=(2, str(logdir)), nprocs=2, join=True)
+
+
+def make_pytorch_cpu_nosteps(logdir: Path) -> None:
+    """Inference only: a few forward passes under ``no_grad``, no schedule, no ``prof.step()``."""
+    torch = _import_torch()
+    model = _torch_mlp(torch, (64, 256, 256, 10)).eval()
+    x = torch.randn(32, 64)
+    with torch.no_grad():
+        model(x)  # warm-up outside the capture
+        with _torch_profile(torch, logdir / PYTORCH_RUN, "worker0", steps=False):
+            for _ in range(3):
+                with torch.profiler.record_function("inference"):
+                    model(x).argmax(dim=1)
+
+
+PYTORCH_CAPTURES: dict[str, Callable[[Path], None]] = {
+    "pytorch_cpu_train": make_pytorch_cpu_train,
+    "pytorch_cpu_gzip": make_pytorch_cpu_gzip,
+    "pytorch_gloo_2ranks": make_pytorch_gloo_2ranks,
+    "pytorch_cpu_nosteps": make_pytorch_cpu_nosteps,
+}
+
+
+def _load_kineto(path: Path) -> dict[str, Any]:
+    import gzip
+    import json
+
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return dict(json.load(fh))
+
+
+def summarize_pytorch(path: Path) -> dict[str, Any]:
+    """Print and return the facts of one ``*.pt.trace.json[.gz]``."""
+    doc = _load_kineto(path)
+    events = doc.get("traceEvents", [])
+    cats = collections.Counter(str(e.get("cat", "")) for e in events)
+    names = [str(e.get("name", "")) for e in events]
+    steps = sorted({n for n in names if n.startswith("ProfilerStep#")})
+    facts = {
+        "bytes": path.stat().st_size,
+        "events": len(events),
+        "steps": steps,
+        "dataloader": sum("DataLoader" in n for n in names),
+        "memory": names.count("[memory]"),
+        "gloo": sum(n.startswith("gloo:") for n in names),
+        "distributedInfo": doc.get("distributedInfo"),
+    }
+    _log(f"{path}: {facts['bytes']:,} bytes, {facts['events']:,} events, steps={steps}, "
+         f"DataLoader events={facts['dataloader']}, [memory]={facts['memory']}, "
+         f"gloo events={facts['gloo']}, distributedInfo={facts['distributedInfo']}, "
+         f"cats={dict(cats.most_common())}")
+    return facts
+
+
+def regenerate_pytorch(out_dir: Path, names: Sequence[str] = PYTORCH_FIXTURES) -> None:
+    """Capture every PyTorch fixture in its own child process and check it."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        logdir = out_dir / name
+        if logdir.exists():
+            shutil.rmtree(logdir)
+        _log(f"capturing {name} -> {logdir}")
+        _run_child(["--_pytorch_child", name, "--out", str(out_dir)])
+        files = sorted(logdir.rglob("*.pt.trace.json*"))
+        if not files:
+            raise RuntimeError(f"{logdir}: no .pt.trace.json was written")
+        for path in files:
+            facts = summarize_pytorch(path)
+            if facts["bytes"] > MAX_PYTORCH_FILE_BYTES:
+                raise RuntimeError(f"{path}: {facts['bytes']} bytes is too big for a fixture")
+    total = sum(p.stat().st_size for n in PYTORCH_FIXTURES if (out_dir / n).exists()
+                for p in (out_dir / n).rglob("*") if p.is_file())
+    _log(f"all pytorch fixtures: {total / 1e6:.2f} MB")
+    if total > MAX_PYTORCH_TOTAL_BYTES:
+        raise RuntimeError(f"pytorch fixtures total {total} bytes, over {MAX_PYTORCH_TOTAL_BYTES}")
+
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Capture real TensorFlow and JAX profiles as TensorBoard-logdir test fixtures.",
@@ -922,7 +1173,20 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="DIR",
         help="only parse and summarize every .xplane.pb under DIR",
     )
+    parser.add_argument(
+        "--pytorch",
+        type=Path,
+        nargs="?",
+        const=DEFAULT_OUT,
+        metavar="OUT",
+        help="capture only the PyTorch fixtures (pytorch_*) into OUT (default: tests/data); "
+        "run it with a Python that has torch, no TensorFlow needed",
+    )
     # Hidden internal modes.
+    parser.add_argument(
+        "--_pytorch_child", dest="pytorch_child", choices=PYTORCH_FIXTURES,
+        help=argparse.SUPPRESS
+    )
     parser.add_argument(
         "--_child", dest="child", choices=(*FIXTURES, "large"), help=argparse.SUPPRESS
     )
@@ -943,6 +1207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         make_large(args.out)
     elif args.child:
         CAPTURES[args.child](args.out / args.child)
+    elif args.pytorch_child:
+        PYTORCH_CAPTURES[args.pytorch_child](args.out / args.pytorch_child)
+    elif args.pytorch:
+        regenerate_pytorch(args.pytorch)
     elif args.summarize:
         total = summarize_tree(args.summarize)
         _log(f"total size of all files under {args.summarize}: {total / 1024:.1f} KiB")

@@ -21,7 +21,7 @@ fi
 
 echo "== ruff"
 python -m ruff check tb_profile_plugin tests scripts/bench.py scripts/make_fixtures.py \
-  scripts/capture_nvidia.py scripts/doc_digest.py
+  scripts/capture_nvidia.py scripts/doc_digest.py scripts/compare_pytorch.py
 
 echo "== mypy"
 python -m mypy tb_profile_plugin --ignore-missing-imports

@@ -248,6 +248,43 @@ def _remote_identity(path: str) -> Identity:
         _digest(head, tail, size_bytes), when))))
 
 
+#: `hole_bytes` looks at no more than this many holes (a file of tiny holes stays cheap).
+_HOLES_LOOKED_AT = 4096
+
+
+def hole_bytes(fd: int, size_bytes: int, enough: int) -> int:
+    """Bytes of the open local file `fd` (of `size_bytes`) that are holes, never written
+    (SEEK_HOLE / SEEK_DATA), counted until more than `enough` are found or `_HOLES_LOOKED_AT`
+    holes were seen; 0 where the system or the filesystem cannot say (it then reports the whole
+    file as data)."""
+    seek_hole, seek_data = getattr(os, "SEEK_HOLE", None), getattr(os, "SEEK_DATA", None)
+    if seek_hole is None or seek_data is None:
+        return 0
+    holes = 0
+    pos = 0
+    try:
+        for _ in range(_HOLES_LOOKED_AT):
+            hole = os.lseek(fd, pos, seek_hole)
+            if hole >= size_bytes:
+                break
+            try:
+                data = os.lseek(fd, hole, seek_data)
+            except OSError:  # ENXIO: no data after this hole, it runs to the end
+                data = size_bytes
+            holes += data - hole
+            if holes > enough or data >= size_bytes:
+                break
+            pos = data
+    except OSError:
+        return holes
+    finally:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+        except OSError:
+            pass
+    return holes
+
+
 def read_bytes(path: str, limit: int | None = None) -> bytes:
     """The whole file, if it is a regular file of at most `limit` bytes (default
     `max_file_bytes()`); FileRefused otherwise. A local file is checked from its `stat`

@@ -5,7 +5,13 @@ Layout (as TensorFlow, Keras and the Capture Profile dialog write it):
     <logdir>/plugins/profile/<session>/<host>.xplane.pb            run "<session>"
     <logdir>/<tb_run>/plugins/profile/<session>/<host>.xplane.pb   run "<tb_run>/<session>"
 
-`<tb_run>` may be any depth (Keras writes `<logdir>/train/...`). Safety: a run name is only
+`<tb_run>` may be any depth (Keras writes `<logdir>/train/...`).
+
+PyTorch (docs/pytorch.md): any directory holding `<worker>.<timestamp>.pt.trace.json[.gz]`
+files (`torch.profiler.tensorboard_trace_handler(<logdir>/<run>)`) is a run named by its path
+from the logdir (files directly in the logdir: the logdir's own directory name); each file is a
+host named by its worker. Where a worker has several files (one per capture), the directory's
+runs are `<run>/capture<k>`: the k-th file of every worker, by timestamp. Safety: a run name is only
 ever looked up among the runs found by walking the logdir, and a host among the files of that
 run; request text is never joined onto a path, so nothing outside the logdir is opened.
 
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 
 from tb_profile_plugin import fs
 from tb_profile_plugin.errors import BadRequest, NotFound
+from tb_profile_plugin.xspace.producers.pytorch import is_kineto_file, kineto_worker
 
 PLUGIN_SUBDIR = ("plugins", "profile")
 XPLANE_SUFFIX = ".xplane.pb"
@@ -58,14 +65,18 @@ class Run:
     root_real: str = ""
     #: Host files left out because they are links leading outside the logdir.
     outside_links: int = 0
+    #: The host files' names, parallel to `hosts`, where they are not `<host>.xplane.pb`
+    #: (PyTorch traces); empty for XPlane runs.
+    files: tuple[str, ...] = ()
 
     def xplane_path(self, host: str) -> str:
         """The host's file; NotFound if it has become a link leading outside the logdir."""
-        path = fs.join(self.directory, host + XPLANE_SUFFIX)
+        name = self.files[self.hosts.index(host)] if self.files else host + XPLANE_SUFFIX
+        path = fs.join(self.directory, name)
         if self.root_real and not fs.is_remote(path) and not fs.follow_links() \
                 and not fs.inside(path, self.root_real):
             raise NotFound(
-                f"host file {host}{XPLANE_SUFFIX} of run {self.name!r} is a link leading "
+                f"host file {fs.basename(path)} of run {self.name!r} is a link leading "
                 f"outside the logdir, which is not read; set {fs.FOLLOW_LINKS_ENV}=1 to follow "
                 "such links")
         return path
@@ -239,13 +250,18 @@ def _find_runs(root: str) -> FoundRuns:
     follow = fs.follow_links() and not remote
     root_real = "" if remote or follow else os.path.realpath(root)
     seen: set[str] = set()
-    for directory, subdirs, _ in fs.walk(root, followlinks=follow):
+    for directory, subdirs, files in fs.walk(root, followlinks=follow):
         if follow:
             real = os.path.realpath(directory)
             if real in seen:  # a symlink loop: do not descend again
                 subdirs[:] = []
                 continue
             seen.add(real)
+        if any(is_kineto_file(name) for name in files):
+            found = kineto_runs(directory, _kineto_run_name(root, directory), root_real,
+                                [name for name in files if is_kineto_file(name)])
+            runs.extend(found)
+            runs.links_left_out += sum(run.outside_links for run in found[:1])
         if _parts(directory)[-2:] != list(PLUGIN_SUBDIR):
             if root_real:  # linked directories leading out: os.walk does not descend
                 runs.links_left_out += sum(
@@ -265,6 +281,49 @@ def _find_runs(root: str) -> FoundRuns:
             runs.links_left_out += outside
             runs.append(Run(name=name, directory=session_dir, hosts=hosts, root_real=root_real,
                             outside_links=outside))
+    return runs
+
+
+def _kineto_run_name(root: str, directory: str) -> str:
+    relative = _relative(root, directory)
+    if relative in ("", "."):
+        return _parts(root)[-1] if _parts(root) else "run"
+    return relative
+
+
+def kineto_runs(directory: str, name: str, root_real: str = "",
+                names: list[str] | None = None) -> list[Run]:
+    """The PyTorch runs of the `*.pt.trace.json[.gz]` files directly in `directory` (module
+    doc: one run, or `<name>/capture<k>` where a worker has several files); links leading
+    outside `root_real` are left out (counted on each run as `outside_links`)."""
+    if names is None:
+        try:
+            names = [n for n in fs.listdir(directory) if is_kineto_file(n)]
+        except OSError:
+            return []
+    outside = 0
+    if root_real and not fs.is_remote(directory):
+        kept = []
+        for n in names:
+            path = os.path.join(directory, n)
+            if os.path.islink(path) and not fs.inside(path, root_real):
+                outside += 1
+            else:
+                kept.append(n)
+        names = kept
+    by_worker: dict[str, list[tuple[int, str]]] = {}
+    for n in sorted(names):
+        worker, stamp = kineto_worker(n)
+        by_worker.setdefault(worker, []).append((stamp, n))
+    if not by_worker:
+        return [Run(name, directory, (), root_real, outside)] if outside else []
+    captures = max(len(files) for files in by_worker.values())
+    runs = []
+    for k in range(captures):
+        hosts = sorted(w for w, files in by_worker.items() if len(files) > k)
+        files = tuple(sorted(by_worker[w])[k][1] for w in hosts)
+        run_name = name if captures == 1 else f"{name}/capture{k + 1}"
+        runs.append(Run(run_name, directory, tuple(hosts), root_real, outside, files))
     return runs
 
 

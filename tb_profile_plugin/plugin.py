@@ -18,7 +18,7 @@ from typing import Any
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
-from tb_profile_plugin import memory_release, metadata, request_budget
+from tb_profile_plugin import continuations, memory_release, metadata, request_budget
 from tb_profile_plugin.analysis.hosts import executors, host_pool, host_progress
 from tb_profile_plugin.analysis.hosts.host_facts import HostFacts
 from tb_profile_plugin.document_cache import (
@@ -134,8 +134,12 @@ def _respond_errors(handler: Handler, budgeted: bool = True) -> Handler:
             if not budgeted:
                 return handler(request)
             client = request.environ.get("werkzeug.socket")
+            # An HTTP/1.1 client that half-closed is asked with an interim response whether it
+            # is still there (request_budget.py); HTTP/1.0 has none, so only a reset stops it.
+            probe = (request_budget.INTERIM_RESPONSE
+                     if request.environ.get("SERVER_PROTOCOL") == "HTTP/1.1" else b"")
             with request_budget.bounded(request_budget.request_seconds(), client,
-                                        f"the request for {request.full_path}"):
+                                        f"the request for {request.full_path}", probe):
                 return handler(request)
         except ClientGone as exc:
             logger.warning("%s", exc)
@@ -163,6 +167,7 @@ class ProfilePlugin(base_plugin.TBPlugin):
         self._logdir = LogDir(context.logdir or "")
         self._store = ProfileStore()
         self._documents = DocumentCache()  # finished answers of the data route
+        self._continuations = continuations.Continuations()  # documents building past a 503
         flags = getattr(context, "flags", None)
         self._capture_enabled = getattr(flags, metadata.CAPTURE_FLAG, "on") != "off"
         self._listen_host: str | None = getattr(flags, "host", None)
@@ -260,16 +265,28 @@ class ProfilePlugin(base_plugin.TBPlugin):
         params = self._params(request)
         place = self._document_key(view, run, host)
         encoded = self._documents.find(place, params) if place is not None else None
-        if encoded is None:
-            recording = RecordingParams(params)
-            document = registry.build_document(view, self._view_request_for(view, run, host,
-                                                                            recording))
-            # A kept document is gzipped once, for every later client that accepts gzip.
-            encoded = Encoded.of(json_bytes(document), place is not None or _accepts_gzip(request))
-            # Kept only if no file changed while it was built (else it may mix the two).
-            if place is not None and place == self._document_key(view, run, host):
-                self._documents.keep(place, params, recording.reads(), encoded)
+        if encoded is None and place is not None:
+            # Built on a thread that may outlive this request's budget (continuations.py), so
+            # a 503 leaves the document building for the next ask.
+            encoded = self._continuations.run(
+                (place, tuple(sorted(params.items()))),
+                lambda: self._build_data(view, run, host, params, place, True))
+        elif encoded is None:
+            encoded = self._build_data(view, run, host, params, place, _accepts_gzip(request))
         return _respond_encoded(request, encoded, "application/json")
+
+    def _build_data(self, view: registry.View, run: Run, host: str, params: dict[str, str],
+                    place: DocumentKey | None, gzipped: bool) -> Encoded:
+        """The view's document, encoded (and kept when `place` is not None)."""
+        recording = RecordingParams(params)
+        document = registry.build_document(view, self._view_request_for(view, run, host,
+                                                                        recording))
+        # A kept document is gzipped once, for every later client that accepts gzip.
+        encoded = Encoded.of(json_bytes(document), gzipped)
+        # Kept only if no file changed while it was built (else it may mix the two).
+        if place is not None and place == self._document_key(view, run, host):
+            self._documents.keep(place, params, recording.reads(), encoded)
+        return encoded
 
     def _serve_data_csv(self, request: Request) -> Response:
         view, view_request = self._view_request(request)

@@ -1,7 +1,8 @@
 """PATH on the command line -> a run and its host files, and opening them with progress.
 
 PATH is a logdir (its newest run is used), a run directory (`.../plugins/profile/<session>`,
-holding `<host>.xplane.pb` files) or one `.xplane.pb`. Errors say what was searched and what
+holding `<host>.xplane.pb` files, or a directory of PyTorch `*.pt.trace.json[.gz]` files: its
+newest capture) or one `.xplane.pb` / `.pt.trace.json[.gz]`. Errors say what was searched and what
 to do: NotFound (exit 3) when there is no profile, UnreadableProfile (exit 4) when a file is not
 a readable XSpace.
 """
@@ -17,9 +18,17 @@ from pathlib import Path
 from tb_profile_plugin.analysis.hosts import executors, host_pool
 from tb_profile_plugin.commands.progress import Progress
 from tb_profile_plugin.errors import NotFound
-from tb_profile_plugin.logdir import ALL_HOSTS, XPLANE_SUFFIX, LogDir, Run, hosts_in
+from tb_profile_plugin.logdir import (
+    ALL_HOSTS,
+    XPLANE_SUFFIX,
+    LogDir,
+    Run,
+    hosts_in,
+    kineto_runs,
+)
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.producers import is_kineto_file, kineto_worker
 from tb_profile_plugin.xspace.store import ProfileStore
 
 _HOW_TO_CAPTURE = (
@@ -47,7 +56,9 @@ class Located:
 def locate(path: str, host: str | None = None) -> Located:
     """The run at PATH; with `host` (not ALL_HOSTS) only that host's file."""
     target = Path(path)
-    named_as_profile = target.name.endswith(XPLANE_SUFFIX) and os.path.lexists(target)
+    kineto = is_kineto_file(target.name)  # a PyTorch trace (docs/pytorch.md)
+    named_as_profile = (target.name.endswith(XPLANE_SUFFIX) or kineto) and os.path.lexists(
+        target)
     if not target.exists() and not named_as_profile:
         raise NotFound(
             f"{path} does not exist; give a logdir, a run directory "
@@ -56,16 +67,23 @@ def locate(path: str, host: str | None = None) -> Located:
     # A <host>.xplane.pb is opened as a profile whatever it is (a FIFO, a device, a link loop,
     # a directory): the store refuses what is not a regular file, with a sentence (exit 4).
     if target.is_file() or named_as_profile:
-        if not target.name.endswith(XPLANE_SUFFIX):
+        if not target.name.endswith(XPLANE_SUFFIX) and not kineto:
             raise NotFound(
-                f"{path} is a file but not a <host>{XPLANE_SUFFIX}; give a profile file, a run "
-                "directory or a logdir"
+                f"{path} is a file but not a <host>{XPLANE_SUFFIX} nor a PyTorch "
+                "<worker>.<time>.pt.trace.json[.gz]; give a profile file, a run directory or a "
+                "logdir"
             )
-        located = Located(target.parent.name, {target.name[: -len(XPLANE_SUFFIX)]: str(target)})
+        host = kineto_worker(target.name)[0] if kineto else target.name[: -len(XPLANE_SUFFIX)]
+        located = Located(target.parent.name, {host: str(target)})
     else:
         direct = Run(target.name, str(target), hosts_in(str(target)))
+        pytorch = kineto_runs(str(target), target.name) if not direct.hosts else []
         if direct.hosts:
             located = Located(direct.name, {h: direct.xplane_path(h) for h in direct.hosts})
+        elif any(run.hosts for run in pytorch):  # the newest capture of the directory
+            run = pytorch[-1]
+            located = Located(run.name, {h: run.xplane_path(h) for h in run.hosts},
+                              other_runs=len(pytorch) - 1)
         else:
             runs = LogDir(str(target)).runs()
             if not runs:

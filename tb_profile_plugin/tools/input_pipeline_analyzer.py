@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin.analysis.advice.input_advice import input_advice
+from tb_profile_plugin.analysis.advice.pytorch_advice import dataloader_advice
 from tb_profile_plugin.analysis.advice.verdict_basis import (
     bottleneck_json,
     steps_verdict,
@@ -46,6 +47,7 @@ from tb_profile_plugin.tools.analysis_views import (
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.overview_page import steps_table
+from tb_profile_plugin.tools.pytorch_keys import dataloader_keys
 from tb_profile_plugin.tools.view import Table, View, ViewRequest
 
 NAME = "input_pipeline_analyzer"
@@ -127,9 +129,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
     ops = input_ops(analysis)
     tf_data = (tf_data_verdict(*next(iter(request.profiles.items())))
                if analysis.has_tf_data and len(request.profiles) == 1 else None)
-    advice = input_advice(v.stated_level, v.input_percent, analysis.framework,
-                          analysis.tf_data_names, tf_data)
-    if not ops:
+    pytorch = analysis.pytorch
+    advice = (dataloader_advice(analysis) if pytorch is not None else
+              input_advice(v.stated_level, v.input_percent, analysis.framework,
+                           analysis.tf_data_names, tf_data))
+    if pytorch is not None:
+        diagnostics.info.append(
+            "PyTorch: the input is the DataLoader's __next__ ranges in each step (input time "
+            "of the step breakdown; `dataloader` per step)")
+    elif not ops:
         diagnostics.info.append(
             "no input ops: the profile holds no tf.data iterator, infeed or host-to-device "
             "copy events, on the host or the device (the input comes from Python or was not "
@@ -145,6 +153,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         input_ops=ops,
         **advice.document_keys(),
         **multi_host_keys(multi),
+        **({} if pytorch is None else dataloader_keys(pytorch, steps.duration_ps)),
     )
 
 

@@ -36,6 +36,7 @@ from tb_profile_plugin.errors import BadRequest, NotFound
 from tb_profile_plugin.tools.analysis_views import has_host_events
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.view import Table, View, ViewRequest, float_param
+from tb_profile_plugin.xspace.producers.pytorch import is_kineto_profile
 
 NAME = "memory_profile"
 VERSION = 2
@@ -57,10 +58,13 @@ def build(request: ViewRequest) -> dict[str, Any]:
     profile = next(iter(request.profiles.values()))
     snapshots = memory_snapshots(profile)
     memory_ids = snapshots.memory_ids
+    # PyTorch: heap is its allocated memory, heap + free its reserved (docs/pytorch.md).
+    source = {"memory_source": "pytorch"} if is_kineto_profile(profile) else {}
     if not memory_ids:
         diagnostics.warnings.append(NO_ALLOCATOR_EVENTS)
         return document(NAME, VERSION, request.run, request.host, diagnostics,
-                        memory_ids=[], memory_id=None, summary=None, timeline=[], breakdown=[])
+                        memory_ids=[], memory_id=None, summary=None, timeline=[], breakdown=[],
+                        **source)
     memory_id = _memory_id(request.params, snapshots)
     allocator = snapshots.allocators[memory_id]
     peak = find_peak(allocator)
@@ -100,6 +104,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
              "kind": r.kind}
             for r in rows
         ],
+        **source,
     )
 
 

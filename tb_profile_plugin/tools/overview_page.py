@@ -48,6 +48,7 @@ from tb_profile_plugin.tools.analysis_views import (
     step_rows,
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
+from tb_profile_plugin.tools.pytorch_keys import overview_keys
 from tb_profile_plugin.tools.view import Table, View, ViewRequest
 
 NAME = "overview_page"
@@ -118,9 +119,12 @@ def build(request: ViewRequest) -> dict[str, Any]:
     env = analysis.environment
     tf_data = _tf_data_verdict(request, analysis.has_tf_data)
     advice = advice_for(analysis, tf_data)
+    rows = step_rows(steps, multi)
+    pytorch = ({} if analysis.pytorch is None
+               else overview_keys(analysis.pytorch, steps.duration_ps, rows))
     return document(
         NAME, VERSION, request.run, request.host, diagnostics,
-        steps=step_rows(steps, multi),
+        steps=rows,
         step_time_ms=Stats.of(steps.duration_ps / 1e9).to_json(),
         categories={
             name: {"label": CATEGORY_LABELS[name], **stats[name].to_json(),
@@ -154,6 +158,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         recommendations=advice.texts(),
         **advice.document_keys(),
         **multi_host_keys(multi),
+        **pytorch,
     )
 
 

@@ -6,6 +6,9 @@ host: its own step number, step time and the nine-category breakdown in µs, and
 its own column too (`cores`), from a step database of the host events with only that GPU's
 device events. Beyond the reference, `stragglers` names per step the slowest host, its lag
 behind the median host and the category that explains the lag (analysis/hosts/stragglers.py).
+PyTorch hosts (ranks) add to each column torch-tb-profiler's breakdown and the step's
+communication, computation and their overlap, `pytorch_ranks` per host, and
+`pytorch_straggler`: the rank the others wait for in their collectives (tools/pytorch_keys.py).
 
 Offered for every run with host events, one host included: a one-host run (or one host of
 several) has one column per step, its own steps, in the same document shape; its straggler
@@ -31,6 +34,7 @@ from tb_profile_plugin.analysis.steps.step_db import StepDb
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.analysis_views import has_host_events, hosts_json, multi_host
 from tb_profile_plugin.tools.document import Diagnostics, document
+from tb_profile_plugin.tools.pytorch_keys import comm_straggler, pod_column_keys, rank_row
 from tb_profile_plugin.tools.view import Table, View, ViewRequest
 
 NAME = "pod_viewer"
@@ -115,6 +119,9 @@ def build(request: ViewRequest) -> dict[str, Any]:
                       **_column(cats[h, k], int(step_ps[h, k]))}
             if cores[host][k]:
                 column["cores"] = cores[host][k]
+            facts = multi.analyses[host].pytorch
+            if facts is not None:
+                column.update(pod_column_keys(facts, int(rows_of[host][k])))
             columns.append(column)
         steps_out.append({"step_num": int(chief_nums[index]),
                           "index": int(index), "hosts": columns})
@@ -134,6 +141,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
                 "category_lag_us": float(found.category_lag_ps[k]) / _PS_PER_US,
                 "significant": bool(found.significant[k]),
             })
+    ranks = [rank_row(h, f, rows_of[h], step_ps[i]) for i, h in enumerate(hosts)
+             if (f := multi.analyses[h].pytorch) is not None]
     per_host = {h: 0 for h in hosts}
     for row in stragglers:
         per_host[row["host"]] += int(row["significant"])
@@ -148,6 +157,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
         straggler_lag_fraction=STRAGGLER_LAG_FRACTION,
         straggler_steps_per_host=[{"host": h, "num_steps": n} for h, n in per_host.items()],
         multi_host=hosts_json(multi),
+        **({"pytorch_ranks": ranks,
+            "pytorch_straggler": comm_straggler(ranks, STRAGGLER_LAG_FRACTION)} if ranks else {}),
     )
 
 

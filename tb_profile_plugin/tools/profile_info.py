@@ -4,7 +4,9 @@ Not one of the eight analyses: it is the view that is always there, so a user ca
 was captured and why an analysis has nothing to show (no device planes, no events, tracer
 errors recorded in the XSpace). Per host also the producer (framework, evidence, recorded
 versions), the capture window, the time span and the counts the views rest on; for the run,
-what each view needs and whether this capture has it (tools/profile_contents.py).
+what each view needs and whether this capture has it (tools/profile_contents.py). A PyTorch
+host adds `pytorch`: its version, rank, world size, backend, NCCL version and GPUs, as the
+trace states them (null where it does not).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tb_profile_plugin.tools.view import (
     )
 from tb_profile_plugin.xspace.model import Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import kind_of
+from tb_profile_plugin.xspace.producers.pytorch import is_kineto_profile, pytorch_facts
 from tb_profile_plugin.xspace.schema import is_device_plane
 
 NAME = "profile_info"
@@ -128,6 +131,14 @@ def host_info(profile: Profile) -> HostInfo:
         "span_ms": [min(b for b, _ in spans), max(e for _, e in spans)] if spans else None,
         "contents": host_contents(profile),
     }
+    if is_kineto_profile(profile):  # PyTorch: version, rank, world size, backend, GPUs
+        run = pytorch_facts(profile)
+        summary["pytorch"] = {
+            "version": run.version or None, "rank": None if run.rank < 0 else run.rank,
+            "world_size": None if run.world_size < 0 else run.world_size,
+            "backend": run.backend or None, "nccl_version": run.nccl_version or None,
+            "devices": list(run.devices),
+        }
     return HostInfo(summary, errors, warnings, info)
 
 

@@ -9,7 +9,9 @@ device row has `gpu_tensor_core_utilization`: the share of the op's kernel time 
 Tensor Core kernels. Device rows of XLA programs also carry their `hlo_op` and `module`, and
 where the profile counts FLOPs and bytes (TPU), `flop_rate_gflops_per_s` and
 `memory_bandwidth_gb_per_s` over the op's device time. For ALL_HOSTS the rows of every host
-are summed per op.
+are summed per op. PyTorch profiles add `pytorch_ops` (per operator: calls, host self and
+total time, device time of the kernels it launched) and `ops_by_input_shape`
+(tools/pytorch_keys.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from tb_profile_plugin.analysis.hosts.multi_host import merge_op_facts, merge_op_tables
 from tb_profile_plugin.analysis.ops.kernel_stats import KernelStats
 from tb_profile_plugin.analysis.ops.op_metrics import OpFacts, OpTable
+from tb_profile_plugin.analysis.pytorch.op_shapes import host_op_table
 from tb_profile_plugin.errors import BadRequest
 from tb_profile_plugin.tools.analysis_views import (
     fact_keys,
@@ -27,6 +30,7 @@ from tb_profile_plugin.tools.analysis_views import (
     profile_messages,
 )
 from tb_profile_plugin.tools.document import Diagnostics, document
+from tb_profile_plugin.tools.pytorch_keys import operator_keys, pytorch_ops, pytorch_shapes
 from tb_profile_plugin.tools.view import Table, View, ViewRequest
 
 NAME = "tensorflow_stats"
@@ -110,11 +114,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
             tensor_core_share(kernels),
             merge_op_facts([a.ops.device_op_facts for a in analyses if a.has_device]),
         )
-    host_rows = side_rows(merge_op_tables([a.ops.host for a in analyses]), "Host", include_idle)
+    ops = pytorch_ops(request, analyses)  # PyTorch: host and device time per operator
+    host_rows = side_rows(
+        merge_op_tables([a.ops.host for a in analyses]) if ops is None else host_op_table(ops),
+        "Host", include_idle)
     if not has_device:
         diagnostics.info.append("no device planes: only host ops are listed (CPU-only profile)")
     if len(request.profiles) > 1:
         diagnostics.info.append(f"rows are summed over {len(request.profiles)} hosts")
+    pytorch = {} if ops is None else operator_keys(ops, pytorch_shapes(request))
     return document(
         NAME,
         VERSION,
@@ -129,6 +137,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         num_device_rows=len(device),
         num_host_rows=len(host_rows),
         rows=device + host_rows,
+        **pytorch,
     )
 
 
@@ -143,5 +152,19 @@ def rows_table(doc: dict[str, Any]) -> Table:
     return header, [[row.get(k, "") for k in header] for row in doc["rows"]]
 
 
+def pytorch_ops_table(doc: dict[str, Any]) -> Table:
+    """PyTorch runs: `pytorch_ops` (a header only elsewhere)."""
+    header = ["op_name", "calls", "host_self_time_us", "host_total_time_us",
+              "host_self_time_fraction", "device_self_time_us", "device_self_time_fraction"]
+    return header, [[row[k] for k in header] for row in doc.get("pytorch_ops", [])]
+
+
+def ops_by_input_shape_table(doc: dict[str, Any]) -> Table:
+    """PyTorch runs: `ops_by_input_shape` (a header only elsewhere)."""
+    header = ["op_name", "input_dims", "calls", "total_time_us", "self_time_us"]
+    return header, [[row[k] for k in header] for row in doc.get("ops_by_input_shape", [])]
+
+
 VIEW = View(NAME, VERSION, build, has_host_events, combines_hosts=True,
-            tables={"rows": rows_table})
+            tables={"rows": rows_table, "pytorch_ops": pytorch_ops_table,
+                    "ops_by_input_shape": ops_by_input_shape_table})

@@ -61,11 +61,12 @@ Each derived event remembers the first device event it covers (`source`, a row o
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from tb_profile_plugin.analysis.events.profile_cache import profile_forest
+from tb_profile_plugin.analysis.events.sort_order import group_time_order
 from tb_profile_plugin.analysis.events.table import EventTable, build_event_table
 from tb_profile_plugin.analysis.steps.execution_steps import dominant_module, step_of, step_spans
 from tb_profile_plugin.analysis.steps.profile_steps import profile_steps
@@ -111,7 +112,7 @@ def derive_tracks(profile: Profile, plane_index: int,
     if len(table) == 0:
         return []
     tracks = []
-    by_time = np.lexsort((np.arange(len(table)), table.start_ps))
+    by_time = np.argsort(table.start_ps, kind="stable")  # (= lexsort with positions)
     if STEPS not in skip:
         overview = _overview_steps(profile, plane_index, table, by_time)
         if overview is not None:
@@ -119,7 +120,7 @@ def derive_tracks(profile: Profile, plane_index: int,
         busy = _steps(profile, plane_index, table)
         if busy is not None:
             tracks.append(busy)
-    canon = table.canonical
+    canon = _plane_canonical(profile, plane_index)
     group = table.int_stat(GROUP_ID_STAT)
     execution = _plane_executions(profile, plane_index)
     framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
@@ -134,6 +135,19 @@ def derive_tracks(profile: Profile, plane_index: int,
         if ops is not None:
             tracks.append(ops)
     return tracks
+
+
+def _plane_canonical(profile: Profile, plane_index: int) -> CanonicalColumns:
+    """The plane's rows of the profile table's canonical columns: what the plane's own table
+    would compute (each line's columns are its own; only the text codes are numbered
+    profile-wide), read from the columns the executions and steps already built, not built
+    again for every device plane."""
+    full = profile_forest(profile).table
+    canon = full.canonical
+    # Both tables list this plane's lines in the same order, so rows correspond.
+    rows = full.plane_index == plane_index
+    return replace(canon, **{f.name: getattr(canon, f.name)[rows] for f in fields(canon)
+                             if f.name != "texts"})
 
 
 def _plane_executions(profile: Profile, plane_index: int) -> np.ndarray:
@@ -241,7 +255,7 @@ def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrac
     events = np.flatnonzero(group >= 0)
     if len(events) == 0:
         return None
-    order = events[np.lexsort((table.start_ps[events], group[events]))]
+    order = events[group_time_order(group[events], table.start_ps[events])]
     start, end, keys, first = _spans(table, group, order)
     labels = keys if step_num is None else step_num[keys]
     texts = [str(int(v)) for v in labels]

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin import column_threads
+from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace.depth import nesting_order, nesting_order_into
 from tb_profile_plugin.trace.derived import (
@@ -64,6 +65,11 @@ from tb_profile_plugin.xspace.schema import (
     TASK_ENVIRONMENT_PLANE_NAME,
     is_device_plane,
 )
+
+#: The deepest nesting of a track the trace viewer shows (levels below its root); a deeper
+#: track (identical or zero-length events nested in one another, which no profiler writes
+#: for real code) is a 422 naming the thread, before its per-level structures are built.
+MAX_TRACK_DEPTH = 100_000
 
 #: Unix ns below this are taken as relative to the capture's `profile_start_time` (~1 day).
 _RELATIVE_TIMESTAMP_MAX_NS = 86_400 * 10**9
@@ -484,6 +490,13 @@ def _assemble(
         for tid, t in enumerate(tracks, start=1):
             counts = next(counts_of)
             size = len(t.start_ps)
+            if len(counts) > MAX_TRACK_DEPTH + 1:
+                raise UnreadableProfile(
+                    f"thread {t.name!r} of {plane.name!r} nests its events "
+                    f"{len(counts) - 1:,} levels deep; the trace viewer shows at most "
+                    f"{MAX_TRACK_DEPTH:,} (a profiler writes no such nesting for real code: "
+                    "identical or zero-length events inside one another); the other views "
+                    "read this host")
             track_source_line.append(t.source_line if isinstance(t.source_line, int) else -1)
             thread = Thread(tid, t.name, tid - 1, len(counts) - 1 if size else 0,
                             size, len(flat), t.derived)

@@ -80,7 +80,7 @@ class StatColumns:
     metadata_id: np.ndarray  # int32 (int64 on a line whose stat ids do not all fit int32)
     kind: np.ndarray  # uint8
     value: np.ndarray  # int64 (raw bits)
-    length: np.ndarray  # int32
+    length: np.ndarray  # uint8, uint16 or int32 (the narrowest that holds the line's longest)
     strings: np.ndarray  # uint8 blob of str/bytes values
 
     @staticmethod

@@ -10,6 +10,14 @@ each profile's columns **and everything derived from it** (analyses, forest, tra
 `Profile.derived`, measured again whenever the profile is served); the least recently used
 profiles are dropped first, with their derived results (a profile bigger than the bound is
 served but not kept).
+
+A decode under a request's budget runs on a thread of its own and finishes whatever the
+request does (request_budget.py): the request waits for it at its checkpoints, and one that
+stops (503, or its client gone) leaves the decode running into the store, so asking again
+finds it decoded (or still decoding, and waits for the same one). A file that cannot be
+decoded is remembered under its identity (`FAILURES_KEPT`, least recently used dropped): the
+same file, by any path (two links to it), is refused again without being read; any change to
+it (a rewrite, a chmod: its ctime) reads it again.
 """
 
 from __future__ import annotations
@@ -21,21 +29,47 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tb_profile_plugin import fs
+from tb_profile_plugin import fs, request_budget
 from tb_profile_plugin.errors import NotFound, UnreadableProfile
-from tb_profile_plugin.xspace import cache
+from tb_profile_plugin.xspace import cache, file_check
 from tb_profile_plugin.xspace.cache import lazy as cache_lazy
-from tb_profile_plugin.xspace.decode import decode_xspace
+from tb_profile_plugin.xspace.decode import Outline, decode_xspace, outline_xspace
+from tb_profile_plugin.xspace.kineto import KINETO_FORMAT_VERSION, decode_kineto
+from tb_profile_plugin.xspace.kineto import outline as kineto_outline
 from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.producers.pytorch import is_kineto_file
 
 MEMORY_CACHE_ENV = "TB_PROFILE_MEMORY_CACHE_BYTES"
 DEFAULT_MEMORY_CACHE_BYTES = 2 * 2**30
+#: How many files that could not be decoded are remembered (their identity and a sentence).
+FAILURES_KEPT = 1024
+_FAILURE_TEXT_CHARS = 2000
 
 
 @dataclass(frozen=True)
 class _Entry:
     profile: Profile
     identity: fs.Identity
+
+
+class _Job:
+    """One decode of one file as it is (`identity`), waited for by every request that asks."""
+
+    def __init__(self, identity: fs.Identity) -> None:
+        self.identity = identity
+        self.done = threading.Event()
+        self.profile: Profile | None = None
+        self.error: BaseException | None = None
+
+    def result(self) -> Profile:
+        request_budget.wait(self.done)
+        if self.error is not None:
+            error = self.error
+            # A fresh exception per waiter: the kept one has no traceback holding the bytes.
+            raise type(error)(str(error)) if isinstance(error, (NotFound, UnreadableProfile)) \
+                else error
+        assert self.profile is not None
+        return self.profile
 
 
 def _weight(profile: Profile) -> int:
@@ -73,13 +107,42 @@ def identify_profile(path: str) -> fs.Identity:
 def disk_key(path: str, identity: fs.Identity | None = None) -> str:
     """The disk cache's key of the profile file at `path` as it is now (or as `identity`)."""
     identity = identify_profile(path) if identity is None else identity
+    # (a Kineto trace's key also names its decoder's format: docs/pytorch.md)
+    kineto = f":kineto{KINETO_FORMAT_VERSION}" if is_kineto_file(path) else ""
     return cache.cache_key(path, identity.size_bytes, identity.mtime_ns,
-                           f"{identity.inode}:{identity.ctime_ns}:{identity.fingerprint}")
+                           f"{identity.inode}:{identity.ctime_ns}:{identity.fingerprint}{kineto}")
+
+
+def decode_profile_bytes(path: str, data: bytes) -> Profile:
+    """The file's bytes decoded by the decoder its name asks for: a PyTorch trace
+    (`*.pt.trace.json[.gz]`, xspace/kineto/) or an XSpace."""
+    return decode_kineto(data) if is_kineto_file(path) else decode_xspace(data)
+
+
+def outline_profile(path: str, data: bytes) -> Outline:
+    """`outline_xspace` of an XSpace; a PyTorch trace has no cheaper outline than its decode,
+    which is kept in the disk cache for the analysis that opens it next."""
+    if not is_kineto_file(path):
+        return outline_xspace(data)
+    profile = decode_kineto(data)
+    cache.save_later(profile, disk_key(path), None)
+    return kineto_outline.outline_of(profile)
+
+
+class Undecodable(UnreadableProfile):
+    """A file whose content is no profile (so remembered under its identity; not a failure to
+    read it, which may pass)."""
 
 
 def read_profile_bytes(path: str) -> bytes:
     """The whole profile file (`fs.read_bytes`' checks: a regular file within the size
-    limit), or NotFound / UnreadableProfile naming the file, never the server's directories."""
+    limit), or NotFound / UnreadableProfile naming the file, never the server's directories.
+    A local file with holes, or an XSpace that does not start like one, is refused before it
+    is read (xspace/file_check.py: Undecodable)."""
+    try:
+        file_check.check_local(path)
+    except UnreadableProfile as exc:
+        raise Undecodable(str(exc)) from None
     try:
         return fs.read_bytes(path)
     except FileNotFoundError as exc:
@@ -117,7 +180,10 @@ class ProfileStore:
         self._entries: collections.OrderedDict[str, _Entry] = collections.OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
-        self._file_locks: dict[str, threading.Lock] = {}
+        #: Decodes under way, by path (one per file: concurrent requests wait for it).
+        self._jobs: dict[str, _Job] = {}
+        #: Files that could not be decoded: identity -> the sentence (`FAILURES_KEPT`).
+        self._failures: collections.OrderedDict[fs.Identity, str] = collections.OrderedDict()
         #: How many times a file was actually decoded (tests and the bench read it).
         self.decode_count = 0
 
@@ -135,16 +201,52 @@ class ProfileStore:
                 entry.profile.derived.measure()  # views built since it was counted
                 self._evict_over_bound(keep=path)
                 return entry.profile
-            file_lock = self._file_locks.setdefault(path, threading.Lock())
-        with file_lock:
-            with self._lock:  # another thread may have finished the decode meanwhile
-                entry = self._entries.get(path)
-                if entry and entry.identity == identity:
-                    self._entries.move_to_end(path)
-                    return entry.profile
-            profile = self._load(path, identity)
-            self._remember(path, _Entry(profile, identity))
-            return profile
+            failure = self._failures.get(identity)
+            if failure is not None:
+                self._failures.move_to_end(identity)
+                raise UnreadableProfile(failure)
+            job = self._jobs.get(path)
+            start = job is None or job.identity != identity
+            if start:
+                job = self._jobs[path] = _Job(identity)
+        assert job is not None
+        if start:
+            if request_budget.active():  # finishes into the store whatever the request does
+                threading.Thread(target=self._run, args=(path, job), daemon=True,
+                                 name=f"tb-profile decode {fs.basename(path)}").start()
+            else:
+                self._run(path, job)
+        profile = job.result()
+        with self._lock:
+            entry = self._entries.get(path)
+            kept = entry is not None and entry.profile is profile
+        if not kept:  # over the bound: its derived results go with the request (no cycle)
+            request_budget.at_exit(profile.derived.clear)
+        return profile
+
+    def _run(self, path: str, job: _Job) -> None:
+        """Decodes (or loads from the disk cache) the file at `path` for `job`, keeps it."""
+        try:
+            profile = self._load(path, job.identity)
+            self._remember(path, _Entry(profile, job.identity))
+            job.profile = profile
+        except Undecodable as exc:  # the same bytes would fail the same way: remembered
+            self._remember_failure(job.identity, str(exc))
+            job.error = UnreadableProfile(str(exc))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting requests
+            job.error = exc
+        finally:
+            with self._lock:
+                if self._jobs.get(path) is job:
+                    del self._jobs[path]
+            job.done.set()
+
+    def _remember_failure(self, identity: fs.Identity, message: str) -> None:
+        with self._lock:
+            self._failures[identity] = message[:_FAILURE_TEXT_CHARS]
+            self._failures.move_to_end(identity)
+            while len(self._failures) > FAILURES_KEPT:
+                self._failures.popitem(last=False)
 
     def _load(self, path: str, identity: fs.Identity) -> Profile:
         key = disk_key(path, identity)
@@ -163,9 +265,9 @@ class ProfileStore:
         """The file decoded, and its cache entry written off the request's path."""
         data = read_profile_bytes(path)
         try:
-            profile = decode_xspace(data)
+            profile = decode_profile_bytes(path, data)
         except UnreadableProfile as exc:
-            raise UnreadableProfile(f"{fs.basename(path)}: {exc}") from exc
+            raise Undecodable(f"{fs.basename(path)}: {exc}") from exc
         with self._lock:
             self.decode_count += 1
         del data

@@ -105,7 +105,7 @@ def start_tensorboard(
 ) -> Server:
     port = free_port()
     log_path = tmp / f"tensorboard-{port}.log"
-    full_env = dict(os.environ, TB_PROFILE_CACHE_DIR=str(tmp / "cache"), **(env or {}))
+    full_env = {**os.environ, "TB_PROFILE_CACHE_DIR": str(tmp / "cache"), **(env or {})}
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [

@@ -19,6 +19,7 @@ from tests.integration.conftest import PREFIX, Server, bad_session, start_tensor
 
 DEEP_EVENTS = 2_000_000
 RUN = "deep_nesting"
+HALF_CLOSE_RUN = "deep_nesting_half_close"
 
 
 def _deep_nesting(space: xplane_pb2.XSpace) -> None:
@@ -33,6 +34,7 @@ def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("budget") / "logdir"
     deep = _mutate("custom_loop", _deep_nesting).SerializeToString()
     bad_session(root, RUN, {"deep.xplane.pb": deep})
+    bad_session(root, HALF_CLOSE_RUN, {"deep.xplane.pb": deep})  # never asked before its test
     good = _mutate("custom_loop", lambda space: None).SerializeToString()
     bad_session(root, "good", {"good.xplane.pb": good})
     return root
@@ -158,3 +160,82 @@ def test_an_all_hosts_request_over_its_time_stops_waiting_for_the_workers(
     full_s = time.monotonic() - started
     assert response.status_code == 200, response.get_data()[:300]
     assert full_s > stopped_after_s, (full_s, stopped_after_s)  # it stopped before the end
+
+
+def _final_status(reply: bytes) -> int:
+    """The status of the final response in `reply`, after any interim (1xx) ones."""
+    while True:
+        head, _, reply = reply.partition(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        if status >= 200:
+            return status
+
+
+def test_a_client_that_half_closes_still_gets_its_answer(server: Server) -> None:
+    """A client that sends its request and then shuts its sending side (SHUT_WR) is still
+    reading: it gets the document, not a 499, after seconds of analysis (the server saw its
+    end of stream and asked with an interim 100 Continue, which it skips)."""
+    host, port = server.base_url.removeprefix("http://").split(":")
+    log_before = len(server.log())
+    query = _request_line(HALF_CLOSE_RUN, "overview_page")
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=120) as client:
+        client.sendall(query)
+        client.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := client.recv(1 << 16):
+            chunks.append(chunk)
+    took_s = time.monotonic() - started
+    reply = b"".join(chunks)
+    assert _final_status(reply) == 200, reply[:300]
+    # Seconds of analysis (see `server`): the socket was looked at many times meanwhile.
+    assert took_s > 0.5, f"answered in {took_s:.2f} s: the socket was never looked at"
+    assert "the client closed its connection" not in server.log()[log_before:]
+
+
+def test_an_all_hosts_request_that_stops_cancels_its_queued_hosts_and_keeps_the_running(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_executors: None) -> None:
+    """160 real hosts, two local workers, a 0.5 s budget and no build going on past it
+    (TB_PROFILE_CONTINUE_SECONDS=0): after the 503 the running hosts' answers are kept, the
+    hosts not started never run (the pool falls idle: nothing more is kept seconds later), and
+    the next ask computes only the others."""
+    from tensorboard.plugins import base_plugin
+    from werkzeug.test import Client
+
+    from tb_profile_plugin.analysis.hosts import executors, host_pool
+    from tb_profile_plugin.plugin import ProfilePlugin
+    from tb_profile_plugin.xspace import cache
+    from tests.fixtures import session_dir
+
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, "off")
+    monkeypatch.setenv(executors.WORKERS_ENV, "2")
+    monkeypatch.setenv("TB_PROFILE_CONTINUE_SECONDS", "0")
+    session = tmp_path / "logdir" / "pod" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    session.mkdir(parents=True)
+    files = sorted(session_dir("two_hosts").glob("*.xplane.pb"))
+    hosts = 160
+    for k in range(hosts):
+        (session / f"h{k:03d}.xplane.pb").write_bytes(files[k % 2].read_bytes())
+    apps = ProfilePlugin(base_plugin.TBContext(logdir=str(tmp_path / "logdir"))).get_plugin_apps()
+    query = {"run": "pod/2026_01_01_00_00_00", "tag": "pod_viewer", "host": "ALL_HOSTS"}
+
+    # The hosts' facts first (the workers started and warm), so the budget goes to analyses.
+    assert Client(apps["/hosts"]).get("/", query_string={
+        "run": query["run"], "tag": "pod_viewer"}).status_code == 200
+
+    def analysed() -> int:
+        return sum(1 for key in list(host_pool._cache) if key[0] == "analysis")
+
+    monkeypatch.setenv("TB_PROFILE_REQUEST_SECONDS", "0.5")
+    response = Client(apps["/data"]).get("/", query_string=query)
+    assert response.status_code == 503, response.get_data()[:300]
+    time.sleep(3.0)  # the hosts running at the stop finish, and are kept
+    kept = analysed()
+    time.sleep(2.0)  # cancelled hosts never run: the pool is idle, nothing more is kept
+    assert analysed() == kept
+    assert 1 <= kept < hosts, kept
+    monkeypatch.delenv("TB_PROFILE_REQUEST_SECONDS")
+    runs_before = host_pool.pool_runs
+    response = Client(apps["/data"]).get("/", query_string=query)
+    assert response.status_code == 200, response.get_data()[:300]
+    assert host_pool.pool_runs - runs_before == hosts - kept

@@ -56,3 +56,39 @@ def test_request_seconds_from_the_environment(
         monkeypatch: pytest.MonkeyPatch, text: str, seconds: float) -> None:
     monkeypatch.setenv("TB_PROFILE_REQUEST_SECONDS", text)
     assert request_budget.request_seconds() == seconds
+
+
+def _tcp_pair() -> tuple[socket.socket, socket.socket]:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        client = socket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    return server, client
+
+
+def test_a_half_closed_client_is_asked_once_and_stays() -> None:
+    server, client = _tcp_pair()
+    with server, client, request_budget.bounded(60, server, "the request",
+                                                request_budget.INTERIM_RESPONSE):
+        client.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        assert server.recv(64).startswith(b"GET")
+        client.shutdown(socket.SHUT_WR)  # sent its request, still reading
+        for _ in range(4):
+            time.sleep(request_budget.CLIENT_POLL_SECONDS * 2)
+            request_budget.checkpoint()  # no ClientGone
+        client.settimeout(5)
+        assert client.recv(64) == request_budget.INTERIM_RESPONSE  # asked once, skipped by it
+
+
+def test_a_closed_client_is_told_from_a_half_closed_one_by_the_probe() -> None:
+    server, client = _tcp_pair()
+    with server, request_budget.bounded(60, server, "the request",
+                                        request_budget.INTERIM_RESPONSE):
+        client.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        assert server.recv(64).startswith(b"GET")
+        client.close()  # end of stream, as a half-close reads; the probe is answered by a reset
+        with pytest.raises(ClientGone, match="the client closed its connection"):
+            for _ in range(40):
+                time.sleep(request_budget.CLIENT_POLL_SECONDS * 2)
+                request_budget.checkpoint()

@@ -94,6 +94,13 @@ export interface MemoryDocument {
   readonly timeline_total_points: number | null;
   readonly timeline_sampled: boolean;
   readonly peak_timeline_index: number | null;
+  /** PyTorch's allocator (`memory_source` "pytorch"): heap is allocated, heap + free reserved. */
+  readonly pytorch: boolean;
+}
+
+/** PyTorch's reserved memory: its allocated (heap) plus the cached free blocks (free). */
+export function reservedBytes(heap: number | null, free: number | null): number | null {
+  return heap === null ? null : heap + (free ?? 0);
 }
 
 function pair(value: unknown): readonly [number, number] | null {
@@ -172,5 +179,6 @@ export function memoryDocumentOf(doc: Readonly<Record<string, unknown>>): Memory
     timeline_total_points: num(doc["timeline_total_points"]),
     timeline_sampled: doc["timeline_sampled"] === true,
     peak_timeline_index: num(doc["peak_timeline_index"]),
+    pytorch: doc["memory_source"] === "pytorch",
   };
 }

@@ -20,6 +20,10 @@
  * document's timeline) with memory-detail-<key> values; the table `memory-breakdown`
  * (memory-breakdown-filter: op name) with rows memory-breakdown-row (data-op-name,
  * data-kind) and cells memory-breakdown-row-<column>; memory-empty (no allocator events).
+ *
+ * PyTorch's allocator (`memory_source` "pytorch", data-source="pytorch" on memory-view): the
+ * figures in PyTorch's terms, allocated (heap, memory-peak-allocated) and reserved (heap +
+ * free, memory-peak-reserved), with no stack, heap, free or fragmentation figure.
  */
 import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
@@ -33,6 +37,7 @@ import {
   type ByteUnit,
   formatBytesIn,
   memoryDocumentOf,
+  reservedBytes,
   type Snapshot,
 } from "./memory_data";
 import { MemoryTimeline, snapshotFields } from "./memory_timeline";
@@ -178,16 +183,18 @@ function SnapshotDetails({
   snapshot,
   position,
   isPeak,
+  pytorch,
 }: {
   snapshot: Snapshot;
   position: number;
   isPeak: boolean;
+  pytorch: boolean;
 }) {
   return (
     <aside class="memory-details" data-testid="memory-details" data-position={String(position)}>
       <h4>{isPeak ? "Snapshot at the peak" : "Snapshot under the pointer"}</h4>
       <dl>
-        {snapshotFields(snapshot).map(([key, label, value]) => (
+        {snapshotFields(snapshot, pytorch).map(([key, label, value]) => (
           <div class="memory-detail" key={key}>
             <dt>{label}</dt>
             <dd data-testid={`memory-detail-${key}`} title={value}>
@@ -250,6 +257,7 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
       class="analysis-view memory-profile"
       data-testid="memory-view"
       data-memory-id={memory.memory_id ?? ""}
+      data-source={memory.pytorch ? "pytorch" : undefined}
     >
       <div class="view-toolbar">
         <label class="toolbar-field">
@@ -307,9 +315,12 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
           <p class="card-main">
             <Bytes testid="memory-capacity" bytes={summary.memory_capacity_bytes} big />
           </p>
-          <p class="card-sub">stack + heap + free at the peak</p>
+          <p class="card-sub">
+            {memory.pytorch ? "reserved at the peak" : "stack + heap + free at the peak"}
+          </p>
         </Card>
-        <Card title="Peak heap usage (lifetime)" testid="card-memory-lifetime">
+        <Card title={memory.pytorch ? "Peak allocated (lifetime)" : "Peak heap usage (lifetime)"}
+          testid="card-memory-lifetime">
           <p class="card-main">
             <Bytes testid="memory-peak-lifetime" bytes={summary.peak_heap_usage_lifetime_bytes} big />
           </p>
@@ -324,23 +335,38 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
               at <Figure testid="memory-peak-time" value={formatMs(peak.time_ms)} unit="ms" />
               {peak.step !== null ? ` (step ${peak.step})` : ""}
             </li>
-            <li>
-              stack <Bytes testid="memory-peak-stack" bytes={peak.stack_bytes} />
-            </li>
-            <li>
-              heap <Bytes testid="memory-peak-heap" bytes={peak.heap_bytes} />
-            </li>
-            <li>
-              free <Bytes testid="memory-peak-free" bytes={peak.free_bytes} />
-            </li>
-            <li>
-              fragmentation{" "}
-              <Figure
-                testid="memory-peak-fragmentation"
-                value={formatPercent(peak.fragmentation_percent)}
-                unit="%"
-              />
-            </li>
+            {memory.pytorch ? (
+              <>
+                <li>
+                  allocated <Bytes testid="memory-peak-allocated" bytes={peak.heap_bytes} />
+                </li>
+                <li>
+                  reserved{" "}
+                  <Bytes testid="memory-peak-reserved"
+                    bytes={reservedBytes(peak.heap_bytes, peak.free_bytes)} />
+                </li>
+              </>
+            ) : (
+              <>
+                <li>
+                  stack <Bytes testid="memory-peak-stack" bytes={peak.stack_bytes} />
+                </li>
+                <li>
+                  heap <Bytes testid="memory-peak-heap" bytes={peak.heap_bytes} />
+                </li>
+                <li>
+                  free <Bytes testid="memory-peak-free" bytes={peak.free_bytes} />
+                </li>
+                <li>
+                  fragmentation{" "}
+                  <Figure
+                    testid="memory-peak-fragmentation"
+                    value={formatPercent(peak.fragmentation_percent)}
+                    unit="%"
+                  />
+                </li>
+              </>
+            )}
           </ul>
         </Card>
       </div>
@@ -363,6 +389,7 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
             unit={chartUnit}
             range={range}
             showFree={showFree}
+            pytorch={memory.pytorch}
             onHover={setHovered}
             onZoom={(start, end) =>
               onParams({ ...idParams, start_time_ms: msParam(start), end_time_ms: msParam(end) })
@@ -373,6 +400,7 @@ export function MemoryProfile({ doc, run, view, host, params, onParams }: ViewPr
               snapshot={shown}
               position={position}
               isPeak={position === memory.peak_timeline_index}
+              pytorch={memory.pytorch}
             />
           ) : null}
         </div>

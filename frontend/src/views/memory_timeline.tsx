@@ -12,14 +12,18 @@
  * without change) calls `onZoom` with its range, so the view can fetch every snapshot in
  * it (<Chart>'s `setup` listens to the ECharts event).
  *
- * Hooks: `memory-timeline` (data-points, data-unit), the tooltip's `.tbp-tip-memory`.
+ * PyTorch's allocator (`pytorch`): two lines as PyTorch draws them, Allocated (heap) and
+ * Reserved (heap + free), and the tooltip in those terms.
+ *
+ * Hooks: `memory-timeline` (data-points, data-unit, data-series), the tooltip's
+ * `.tbp-tip-memory`.
  */
 import { useMemo, useRef } from "preact/hooks";
 import { Chart, type ChartInstance } from "../charts/chart";
 import type { ChartOption } from "../charts/echarts";
 import { dataIndexOf, tipElement } from "../charts/tooltip";
 import { formatMs, formatPercent } from "./format";
-import { type ByteUnit, byteUnit, formatBytesIn, type Snapshot } from "./memory_data";
+import { type ByteUnit, byteUnit, formatBytesIn, reservedBytes, type Snapshot } from "./memory_data";
 
 const ZOOM_SETTLE_MS = 400;
 export const SERIES_COLORS = {
@@ -27,17 +31,33 @@ export const SERIES_COLORS = {
   heap: "#1f77b4",
   free: "#9ccc65",
   fragmentation: "#ef6c00",
+  reserved: "#ff7f0e",
 } as const;
 
 /**
  * The snapshot's details in the profiler guide's order: [key, label, value text]; each size
  * in its own unit (byteUnit), 2 decimals.
  */
-export function snapshotFields(snapshot: Snapshot): readonly (readonly [string, string, string])[] {
+export function snapshotFields(
+  snapshot: Snapshot,
+  pytorch = false,
+): readonly (readonly [string, string, string])[] {
   const size = (bytes: number | null) => {
     const own = byteUnit(bytes);
     return `${formatBytesIn(bytes, own)} ${own.name}`;
   };
+  if (pytorch) {
+    // PyTorch's terms: allocated and reserved; no stack, no fragmentation figure.
+    return [
+      ["event", "Event", snapshot.event || "—"],
+      ["time", "Time", `${formatMs(snapshot.time_ms)} ms`],
+      ["allocated", "Allocated", size(snapshot.heap_bytes)],
+      ["reserved", "Reserved", size(reservedBytes(snapshot.heap_bytes, snapshot.free_bytes))],
+      ["requested", "Size", size(snapshot.requested_bytes)],
+      ["op", "Operator", snapshot.tf_op || "—"],
+      ["step", "Step", snapshot.step === null ? "—" : String(snapshot.step)],
+    ];
+  }
   return [
     ["event", "Event", snapshot.event || "—"],
     ["time", "Time", `${formatMs(snapshot.time_ms)} ms`],
@@ -56,10 +76,10 @@ export function snapshotFields(snapshot: Snapshot): readonly (readonly [string, 
 }
 
 /** The tooltip of one snapshot, from DOM nodes with text. */
-export function snapshotTooltip(snapshot: Snapshot): HTMLElement {
+export function snapshotTooltip(snapshot: Snapshot, pytorch = false): HTMLElement {
   const root = tipElement("div", "tbp-tip tbp-tip-memory");
   const table = tipElement("table", "tbp-tip-rows");
-  for (const [key, label, value] of snapshotFields(snapshot)) {
+  for (const [key, label, value] of snapshotFields(snapshot, pytorch)) {
     const row = tipElement("tr", "tbp-tip-row");
     row.dataset["key"] = key;
     row.append(tipElement("td", "", label), tipElement("td", "num", value));
@@ -76,6 +96,8 @@ export interface MemoryTimelineProps {
   readonly range: readonly [number, number] | null;
   /** Whether the Free series starts shown (the legend toggles it). */
   readonly showFree: boolean;
+  /** PyTorch's allocator: Allocated and Reserved lines instead of stacked stack, heap, free. */
+  readonly pytorch?: boolean;
   readonly onHover: (index: number) => void;
   readonly onZoom: (startMs: number, endMs: number) => void;
 }
@@ -86,16 +108,19 @@ function timelineOption(
   range: readonly [number, number] | null,
   showFree: boolean,
   hover: (index: number) => void,
+  pytorch = false,
 ): ChartOption {
-  const series = (name: string, color: string, value: (s: Snapshot) => number | null) => ({
+  const series = (name: string, color: string, value: (s: Snapshot) => number | null,
+                  area = true) => ({
     type: "line" as const,
     name,
-    stack: "memory",
+    // PyTorch's reserved includes its allocated: two lines, not a stack.
+    ...(pytorch ? {} : { stack: "memory" }),
     step: "end" as const,
     showSymbol: false,
-    lineStyle: { width: 1, color },
+    lineStyle: { width: area ? 1 : 2, color },
     itemStyle: { color },
-    areaStyle: { color, opacity: 0.35 },
+    ...(area ? { areaStyle: { color, opacity: 0.35 } } : {}),
     data: points.map((s) => {
       const bytes = value(s);
       return [s.time_ms, bytes === null ? null : bytes / unit.bytes];
@@ -103,7 +128,7 @@ function timelineOption(
   });
   return {
     grid: { left: 16, right: 24, top: 48, bottom: 64, containLabel: true },
-    legend: { top: 0, selected: { Free: showFree } },
+    legend: pytorch ? { top: 0 } : { top: 0, selected: { Free: showFree } },
     tooltip: {
       trigger: "axis",
       confine: true,
@@ -112,7 +137,7 @@ function timelineOption(
         const snapshot = index === null ? undefined : points[index];
         if (index === null || !snapshot) return "";
         hover(index);
-        return snapshotTooltip(snapshot);
+        return snapshotTooltip(snapshot, pytorch);
       },
     },
     xAxis: {
@@ -125,7 +150,9 @@ function timelineOption(
       // The range's ends are exact times: show them with 3 decimals like every ms figure.
       axisLabel: { formatter: (value: number) => String(Number(value.toFixed(3))) },
     },
-    yAxis: [
+    yAxis: pytorch ? [
+      { type: "value", name: unit.name, nameTextStyle: { align: "right" } },
+    ] : [
       { type: "value", name: unit.name, nameTextStyle: { align: "right" } },
       {
         type: "value",
@@ -139,7 +166,12 @@ function timelineOption(
       { type: "inside", filterMode: "none" },
       { type: "slider", filterMode: "none", height: 18, bottom: 8 },
     ],
-    series: [
+    series: pytorch ? [
+      series("Allocated", SERIES_COLORS.heap, (s) => s.heap_bytes),
+      // A line over the Allocated area: where nothing is cached the two coincide.
+      series("Reserved", SERIES_COLORS.reserved,
+        (s) => reservedBytes(s.heap_bytes, s.free_bytes), false),
+    ] : [
       series("Stack", SERIES_COLORS.stack, (s) => s.stack_bytes),
       series("Heap", SERIES_COLORS.heap, (s) => s.heap_bytes),
       series("Free", SERIES_COLORS.free, (s) => s.free_bytes),
@@ -170,13 +202,15 @@ function zoomRange(chart: ChartInstance): [number, number] | null {
 
 export function MemoryTimeline(props: MemoryTimelineProps) {
   const { points, unit, range, showFree, onHover, onZoom } = props;
+  const pytorch = props.pytorch ?? false;
   const callbacks = useRef({ onHover, onZoom, range });
   callbacks.current = { onHover, onZoom, range };
 
   const option = useMemo(
     () =>
-      timelineOption(points, unit, range, showFree, (index) => callbacks.current.onHover(index)),
-    [points, unit, range, showFree],
+      timelineOption(points, unit, range, showFree, (index) => callbacks.current.onHover(index),
+        pytorch),
+    [points, unit, range, showFree, pytorch],
   );
 
   return (
@@ -184,8 +218,13 @@ export function MemoryTimeline(props: MemoryTimelineProps) {
       option={option}
       class="chart chart-memory"
       testid="memory-timeline"
-      attributes={{ "data-points": String(points.length), "data-unit": unit.name }}
-      label={`Memory over time: ${points.length} snapshots, stack, heap and free`}
+      attributes={{
+        "data-points": String(points.length),
+        "data-unit": unit.name,
+        "data-series": pytorch ? "Allocated,Reserved" : "Stack,Heap,Free,Fragmentation %",
+      }}
+      label={`Memory over time: ${points.length} snapshots, ${
+        pytorch ? "allocated and reserved" : "stack, heap and free"}`}
       setup={(chart) => {
         let settle = 0;
         chart.on("datazoom", () => {

@@ -19,7 +19,8 @@
  * (data-kind) with top-op-row (data-op-name), recommendation with its evidence and the
  * withheld advice (advice.tsx), steps-csv; the jitted functions
  * table (jitted_functions.tsx) after the top ops, on profiles that ran XLA programs, and the
- * tf.functions table (tf_functions.tsx) on profiles that called tf.functions.
+ * tf.functions table (tf_functions.tsx) on profiles that called tf.functions; PyTorch's
+ * step breakdown and GPU figures (pytorch_overview.tsx) on PyTorch profiles with steps.
  */
 import { useMemo } from "preact/hooks";
 import { DataTable, type Column } from "../components/data_table";
@@ -50,6 +51,7 @@ import { diagnosticsOf, type ViewProps } from "./types";
 import { Card, CsvLink, Figure, NoSteps, Section, Verdict } from "./widgets";
 import { JittedFunctions } from "./jitted_functions";
 import { TfFunctions } from "./tf_functions";
+import { PytorchBreakdown } from "./pytorch_overview";
 import { VerdictBasis } from "./verdict_basis";
 import { type XlaFacts, xlaColumns, xlaFactsOf } from "./xla_columns";
 
@@ -374,6 +376,8 @@ export function OverviewPage({ doc, run, view, host, onView }: ViewProps) {
           />
         </Section>
       </div>
+
+      <PytorchBreakdown doc={doc} />
 
       <Section
         title={topKind === "device" ? "Top device ops" : "Top host ops"}

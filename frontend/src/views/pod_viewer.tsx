@@ -18,6 +18,9 @@
  * pod-card-label, pod-card-host-step, pod-card-step-time-us, pod-card-bottleneck and
  * pod-card-<category>-us, the table `straggler` (rows `straggler-row`, data-step, data-host,
  * data-significant), straggler-csv, pod-no-steps, pod-steps-chart, pod-one-host.
+ *
+ * PyTorch runs add, after the stragglers, each rank's communication, computation and overlap
+ * and the rank the others wait for (pytorch_ranks.tsx).
  */
 import { useCallback, useMemo, useState } from "preact/hooks";
 import { DataTable, type Column, type Filter } from "../components/data_table";
@@ -26,6 +29,7 @@ import { DiagnosticsPanel } from "./diagnostics";
 import { formatPercent, formatUs, plural } from "./format";
 import { PodChart, PodStepsChart } from "./pod_chart";
 import { podDocOf, slowestColumn, type StragglerRow } from "./pod_model";
+import { PytorchRanks } from "./pytorch_ranks";
 import { CATEGORY_COLORS, CATEGORY_KEYS, CATEGORY_LABELS, type CategoryKey } from "./step_time";
 import { diagnosticsOf, type ViewProps } from "./types";
 import { Card, CsvLink, Figure, Section } from "./widgets";
@@ -219,6 +223,7 @@ export function PodViewer({ doc, run, view, host }: ViewProps) {
           )}
         </>
       )}
+      <PytorchRanks doc={doc} />
       <DiagnosticsPanel diagnostics={diagnostics} />
     </div>
   );

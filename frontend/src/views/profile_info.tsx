@@ -10,7 +10,9 @@
  * Hooks: profile-info-view, profile-info-host-count, profile-info-total-events,
  * view-needs-table with view-needs-row (data-view, data-has-data, data-offered) and cells
  * view-needs-row-{view,needs,found,has_data,offered}; profile-host (data-host) with
- * profile-host-framework, -evidence, -versions, -hostnames, -capture-ms, -span-ms;
+ * profile-host-framework, -evidence, -versions, -hostnames, -capture-ms, -span-ms; on PyTorch
+ * hosts (`pytorch`) -pytorch-version, -pytorch-rank, -pytorch-world-size, -pytorch-backend,
+ * -pytorch-nccl, -pytorch-devices;
  * tables planes-<host index> (rows plane-row, data-plane) and lines-<host index> (rows
  * line-row, data-line) with cells <row>-<column>; lines-csv.
  */
@@ -202,6 +204,49 @@ function ViewNeeds({ needs }: { needs: readonly ViewNeed[] }) {
   );
 }
 
+const NOT_STATED = "not stated in the trace";
+
+/** What a PyTorch trace states of its run: version, rank of world size, backend, NCCL, GPUs. */
+function PytorchFacts({ facts }: { facts: Readonly<Record<string, unknown>> }) {
+  const rank = num(facts["rank"]);
+  const worldSize = num(facts["world_size"]);
+  const devices = list(facts["devices"]).map((device) => str(device)).filter((name) => name);
+  return (
+    <>
+      <dt>PyTorch version</dt>
+      <dd data-testid="profile-host-pytorch-version">{str(facts["version"]) || NOT_STATED}</dd>
+      <dt>Rank</dt>
+      <dd>
+        {rank === null && worldSize === null ? (
+          <span data-testid="profile-host-pytorch-rank">{NOT_STATED} (not distributed)</span>
+        ) : (
+          <>
+            <span data-testid="profile-host-pytorch-rank">{rank === null ? "—" : String(rank)}</span>
+            {" of world size "}
+            <span data-testid="profile-host-pytorch-world-size">
+              {worldSize === null ? "—" : String(worldSize)}
+            </span>
+          </>
+        )}
+      </dd>
+      <dt>Backend</dt>
+      <dd data-testid="profile-host-pytorch-backend">{str(facts["backend"]) || NOT_STATED}</dd>
+      {str(facts["nccl_version"]) ? (
+        <>
+          <dt>NCCL version</dt>
+          <dd data-testid="profile-host-pytorch-nccl">{str(facts["nccl_version"])}</dd>
+        </>
+      ) : null}
+      {devices.length ? (
+        <>
+          <dt>GPUs</dt>
+          <dd data-testid="profile-host-pytorch-devices">{devices.join(", ")}</dd>
+        </>
+      ) : null}
+    </>
+  );
+}
+
 function HostInfo({ host, index }: { host: Readonly<Record<string, unknown>>; index: number }) {
   const name = str(host["host"]);
   const producer = record(host["producer"]);
@@ -211,6 +256,10 @@ function HostInfo({ host, index }: { host: Readonly<Record<string, unknown>>; in
   const span = list(host["span_ms"]).map((v) => num(v));
   const capture = num(host["capture_window_ms"]);
   const hostnames = list(host["hostnames"]).map((h) => str(h));
+  const pytorchValue = host["pytorch"];
+  const pytorch = pytorchValue !== null && typeof pytorchValue === "object"
+    ? record(pytorchValue)
+    : null;
   return (
     <Section title={`Host ${name}`} testid="profile-host-section">
       <div class="profile-host" data-testid="profile-host" data-host={name}>
@@ -229,6 +278,7 @@ function HostInfo({ host, index }: { host: Readonly<Record<string, unknown>>; in
           <dd data-testid="profile-host-versions">
             {versions.length ? versions.join(", ") : "not recorded in the profile"}
           </dd>
+          {pytorch ? <PytorchFacts facts={pytorch} /> : null}
           <dt>Host names in the profile</dt>
           <dd data-testid="profile-host-hostnames">{hostnames.join(", ") || "—"}</dd>
           <dt>Capture window</dt>

@@ -24,6 +24,8 @@
  * pie-device-op, pie-device-type, pie-host-op, pie-host-type (see share_pie.tsx), the table
  * `tfstats` (tfstats-sort-<column>, tfstats-filter, tfstats-row-count, tfstats-page-*),
  * tfstats-row (data-op-name, data-side, data-rank) with tfstats-row-<column> cells, csv-link.
+ * PyTorch runs add, after the op table, the operators' host and device time and the operators
+ * by input shape (pytorch_ops.tsx).
  */
 import { useMemo } from "preact/hooks";
 import { DataTable, type Column, type Filter } from "../components/data_table";
@@ -40,6 +42,7 @@ import {
   str,
 } from "./format";
 import { type Part, SharePie, sumBy } from "./share_pie";
+import { PytorchOpTables } from "./pytorch_ops";
 import { diagnosticsOf, type ViewDocument, type ViewProps } from "./types";
 import { CsvLink, Section } from "./widgets";
 import { type XlaFacts, xlaColumns, xlaFactsOf } from "./xla_columns";
@@ -312,6 +315,8 @@ export function TensorflowStats({ doc, run, view, host, params, onParams }: View
           empty={<span data-testid="tfstats-no-ops">{noOpsText(doc)}</span>}
         />
       </Section>
+
+      <PytorchOpTables doc={doc} run={run} view={view} host={host} />
 
       {panel}
     </div>

@@ -32,11 +32,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tb_profile_plugin.analysis.advice.input_advice import input_advice
+from tb_profile_plugin.analysis.advice.pytorch_advice import no_steps_text, pytorch_advice
 from tb_profile_plugin.analysis.advice.verdict_basis import steps_verdict
 from tb_profile_plugin.analysis.evidence import AdviceSet, Evidence
 from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis
 from tb_profile_plugin.analysis.ops.jitted_functions import JittedFunction
 from tb_profile_plugin.analysis.ops.op_metrics import OpTable
+from tb_profile_plugin.analysis.pytorch.facts import is_pytorch
 from tb_profile_plugin.analysis.steps.breakdown import category_ps, host_bound_percent
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.xspace.producers import Framework
@@ -129,6 +131,8 @@ def _no_steps_warning(prefix: str, analysis: HostAnalysis) -> str:
     """"No training step could be found": what was looked for and, in the program's framework,
     how to mark steps (prose, then code after the first line break)."""
     framework = analysis.framework
+    if is_pytorch(framework):
+        return f"{prefix}no training step could be found. " + no_steps_text()
     found_empty = "some were found but none ran any compute. " if analysis.num_groups else ""
     if framework == Framework.JAX:
         return (f"{prefix}no training step could be found in this JAX program (detected from "
@@ -172,6 +176,8 @@ def advice_for(analysis: HostAnalysis, tf_data: TfDataVerdict | None = None) -> 
     framework's words (the module docstring's table); advice the profile contradicts or gives
     no evidence for is withheld, with why. `tf_data`: the tf.data view's verdict, quoted
     where the caller computed it (one host)."""
+    if is_pytorch(analysis.framework):  # PyTorch's own words (analysis/advice/pytorch_advice.py)
+        return pytorch_advice(analysis)
     steps = analysis.steps
     out = AdviceSet()
     total = float(steps.duration_ps.sum())

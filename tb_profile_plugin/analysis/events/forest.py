@@ -58,6 +58,7 @@ from tb_profile_plugin.xspace.producers import (
     detect_framework,
     launches_from_untied_threads,
 )
+from tb_profile_plugin.xspace.unique_rows import unique_ints
 
 _NONE = np.iinfo(np.int64).max
 LEGACY_ROOT_NAMES = frozenset({"TraceContext", "SessionRun", "RunGraph"})
@@ -285,7 +286,7 @@ def _adopt_tracer_launches(table: EventTable, roots: np.ndarray, group: np.ndarr
 def _producer_forest(table: EventTable, nesting: Nesting, producer_group: np.ndarray) -> Forest:
     """The producer's own groups (`group_id` stats), densely renumbered in id order."""
     grouped = np.flatnonzero(producer_group >= 0)
-    values, dense = np.unique(producer_group[grouped], return_inverse=True)
+    values, dense = unique_ints(producer_group[grouped], return_inverse=True)
     group_id = np.full(len(table), -1, np.int32)
     group_id[grouped] = dense
     num_groups = len(values)

@@ -37,6 +37,8 @@ from tb_profile_plugin.analysis.ops.tf_functions import (
     graph_execution,
     tf_functions,
 )
+from tb_profile_plugin.analysis.pytorch.facts import PytorchFacts, is_pytorch, pytorch_facts
+from tb_profile_plugin.analysis.pytorch.op_shapes import host_op_table
 from tb_profile_plugin.analysis.steps.breakdown import host_bound_percent
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.steps.profile_steps import profile_steps
@@ -102,6 +104,9 @@ class HostAnalysis:
     #: Device hosts whose device waits on the host (breakdown.py `host_bound_percent`): the
     #: host events with the most self time per step (analysis/ops/host_hotspots.py).
     host_hotspots: tuple[HostHotspot, ...] = ()
+    #: PyTorch profiles: the figures in PyTorch's terms (analysis/pytorch/facts.py); None
+    #: for other frameworks.
+    pytorch: PytorchFacts | None = None
 
 
 @per_profile
@@ -170,6 +175,13 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
     table = forest.table
     found = profile_steps(profile)
     steps, root_rule, every_type = found.steps, found.root_rule, found.every_type
+    framework = detect_framework(profile)
+    pytorch = None
+    if is_pytorch(framework.framework):
+        # PyTorch: the steps' breakdown is torch-tb-profiler's, by time on every thread
+        # (analysis/pytorch/facts.py), in the nine categories.
+        pytorch = pytorch_facts(table, steps, forest.nesting)
+        steps = dataclasses.replace(steps, type_ps=pytorch.type_ps)
     executions = profile_executions(profile)
     op_analysis = profile_ops(profile)
     if root_rule == EXECUTION_RULE:  # steps without groups: every kernel is the program's
@@ -179,10 +191,11 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
             table, np.where(forest.group_id >= 0, every_type, -1))
     ops = dataclasses.replace(op_analysis.ops, compute_16bit_ps=compute16,
                               compute_32bit_ps=compute32)
+    if pytorch is not None:  # PyTorch's operators, not TensorFlow's `name:Type` parse
+        ops = dataclasses.replace(ops, host=host_op_table(pytorch.ops))
     iterator_names = tf_data_names(table.names)
     has_tf_data = bool(iterator_names)
     has_device, on_device = found.has_device, table.on_device
-    framework = detect_framework(profile)
     hotspots = host_hotspots(forest, steps) if host_bound_percent(steps) is not None else ()
     return HostAnalysis(
         steps=steps, ops=ops, environment=_environment(profile), root_rule=root_rule,
@@ -194,4 +207,5 @@ def _analyze(profile: Profile, forest: Forest) -> HostAnalysis:
         not_a_loop=found.not_a_loop, graph_execution=graph_execution(forest),
         tf_functions=tf_functions(table), tf_data_names=iterator_names,
         host_hotspots=hotspots,
+        pytorch=pytorch,
     )

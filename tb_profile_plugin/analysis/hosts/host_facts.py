@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from tb_profile_plugin import fs
 from tb_profile_plugin.analysis.events.profile_cache import per_profile
 from tb_profile_plugin.errors import NotFound, ProfileError, UnreadableProfile
-from tb_profile_plugin.xspace.decode import outline_xspace
 from tb_profile_plugin.xspace.model import Profile
 
 
@@ -71,12 +70,12 @@ def host_facts_file(path: str) -> HostFacts:
     executor's workers). On a 1M-event host that is 0.03 s instead of a decode and a disk-cache
     write (0.3 + 0.27 s); the analysis that follows decodes the host once, in its worker. A
     fault inside an event is found by that decode and reported for that host there."""
-    from tb_profile_plugin.xspace.store import read_profile_bytes
+    from tb_profile_plugin.xspace.store import outline_profile, read_profile_bytes
 
     try:
         data = read_profile_bytes(path)
         try:
-            outline = outline_xspace(data)
+            outline = outline_profile(path, data)  # (a PyTorch trace: its decode)
         except UnreadableProfile as exc:
             raise UnreadableProfile(f"{fs.basename(path)}: {exc}") from exc
     except (UnreadableProfile, NotFound) as exc:

@@ -15,7 +15,9 @@ host's `HostFacts` (what the `run_tools` and `hosts` routes and the views' `avai
    or a Dask cluster), one task per host. Each task decodes its file (through the worker's own
    disk cache), computes and returns only the small result; the server never decodes them.
    A local worker that dies breaks the pool: the pool is replaced and the hosts without an
-   answer are submitted again, once (Dask reschedules lost tasks itself).
+   answer are submitted again, once (Dask reschedules lost tasks itself). A request that stops
+   waiting (503, 499) cancels its hosts not started; those already running finish in their
+   workers and their answers are kept in the cache above, so asking again continues.
 
 Each pass reports hosts done / total to the current request's tracker
 (analysis/hosts/host_progress.py: the page's and the CLI's progress bars).
@@ -27,6 +29,7 @@ directory open the same files; remote URLs (gs://, s3://) are passed as they are
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import threading
 import time
@@ -112,9 +115,13 @@ def worker_path(path: str) -> str:
 
 def run_on_executor(
     task: Callable[[str], T], paths: list[str], on_done: Callable[[int], None] = lambda _: None,
+    on_late: Callable[[int, T], None] = lambda _, __: None,
 ) -> list[T]:
     """`task(path)` for every path on the executor, in order (see the module docstring);
-    `on_done(index)` as each result arrives, in order."""
+    `on_done(index)` as each result arrives, in order. When the request stops waiting (its
+    budget, its client, an error), the hosts not started are cancelled and those running
+    finish in their workers: `on_late(index, result)` is called with each of their results,
+    and with those that finished before the stop (host_pool keeps them for the next ask)."""
     global pool_retries
     results: dict[int, T] = {}
     for attempt in range(2):
@@ -146,10 +153,25 @@ def run_on_executor(
             address = executors.scheduler_address() or "?"
             executors.forget_client(address)
             raise executors.unavailable(address, "went away during the request") from None
+        except BaseException:  # the request stops waiting: what finished is kept too
+            for index, value in results.items():
+                on_late(index, value)
+            raise
         finally:
-            for future in futures.values():
-                future.cancel()
+            for index, future in futures.items():
+                if index not in results and not future.cancel():  # running: keep its answer
+                    future.add_done_callback(functools.partial(_late, on_late, index))
     return [results[index] for index in range(len(paths))]
+
+
+def _late(on_late: Callable[[int, T], None], index: int, future: Future[T]) -> None:
+    """A host's answer that arrived after its request stopped waiting, handed to `on_late`."""
+    try:
+        if future.cancelled() or future.exception() is not None:
+            return
+        on_late(index, future.result())
+    except Exception:  # noqa: BLE001 - a Dask future may fail to fetch; nothing to keep then
+        return
 
 
 #: A request waiting for a worker looks at its budget this often (request_budget.py).
@@ -197,7 +219,8 @@ def _per_host(
         host_done(host)
     elif missing:
         done = run_on_executor(remote, [paths[h] for h in missing],
-                               lambda index: host_done(missing[index]))
+                               lambda index: host_done(missing[index]),
+                               lambda index, value: _remember(keys[missing[index]], value))
         for host, value in zip(missing, done, strict=True):
             results[host] = value
             _remember(keys[host], value)

@@ -32,6 +32,8 @@ PHASE_WORDS = {
 #: How long a finished request's progress stays readable, and how many runs are remembered.
 KEEP_FINISHED_S = 60.0
 MAX_RUNS = 256
+#: Finished requests kept per run (the newest), however many a minute brings.
+MAX_FINISHED_PER_RUN = 8
 
 Listener = Callable[["Tracker"], None]
 
@@ -103,7 +105,8 @@ def advance() -> None:
 
 
 class RunTrackers:
-    """The trackers of each run's requests in flight (and finished ones, for a minute)."""
+    """The trackers of each run's requests in flight (and finished ones, for a minute: at
+    most `MAX_FINISHED_PER_RUN` of them)."""
 
     def __init__(self) -> None:
         self._runs: collections.OrderedDict[str, list[Tracker]] = collections.OrderedDict()
@@ -115,6 +118,10 @@ class RunTrackers:
         with self._lock:
             kept = [t for t in self._runs.pop(run, [])
                     if t.finished_at is None or now - t.finished_at < KEEP_FINISHED_S]
+            finished = [t for t in kept if t.finished_at is not None]
+            if len(finished) > MAX_FINISHED_PER_RUN:  # a busy minute: the newest finished
+                dropped = {id(t) for t in finished[:-MAX_FINISHED_PER_RUN]}
+                kept = [t for t in kept if id(t) not in dropped]
             self._runs[run] = [*kept, tracker]
             while len(self._runs) > MAX_RUNS:
                 self._runs.popitem(last=False)

@@ -31,6 +31,7 @@ from tb_profile_plugin.analysis.ops.jitted_functions import merge_jitted
 from tb_profile_plugin.analysis.ops.kernel_stats import KernelDetails, KernelRow, KernelStats
 from tb_profile_plugin.analysis.ops.op_metrics import IDLE, OpFacts, OpMetrics, OpTable
 from tb_profile_plugin.analysis.ops.tf_functions import merge_graph_execution, merge_tf_functions
+from tb_profile_plugin.analysis.pytorch.facts import PytorchFacts, combine_facts
 from tb_profile_plugin.analysis.steps.step_db import NUM_TYPES, StepDb
 from tb_profile_plugin.xspace.producers import Framework
 
@@ -192,8 +193,22 @@ def combine(analyses: Mapping[str, HostAnalysis]) -> MultiHost:
         tf_functions=merge_tf_functions(a.tf_functions for a in all_),
         tf_data_names=tuple(sorted({n for a in all_ for n in a.tf_data_names})),
         host_hotspots=merge_hotspots([a.host_hotspots for a in all_]),
+        pytorch=_combined_pytorch(analyses, alignment, slowest),
     )
     return MultiHost(dict(analyses), alignment, combined, slowest)
+
+
+def _combined_pytorch(analyses: Mapping[str, HostAnalysis], alignment: Alignment,
+                      slowest: list[str]) -> PytorchFacts | None:
+    """PyTorch hosts: their facts over the common steps, each step the slowest host's."""
+    hosts = list(alignment.hosts) if alignment.chief is not None else []
+    parts = [analyses[h].pytorch for h in hosts]
+    if not hosts or any(p is None for p in parts):
+        return None
+    index = {h: i for i, h in enumerate(hosts)}
+    return combine_facts([p for p in parts if p is not None],
+                         [alignment.indices[h] for h in hosts],
+                         np.array([index[h] for h in slowest], np.int64))
 
 
 def merge_hotspots(per_host: list[tuple[HostHotspot, ...]], limit: int = 3

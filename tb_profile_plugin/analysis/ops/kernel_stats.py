@@ -37,6 +37,8 @@ uses them, or:
 - TF: its type is a convolution / matmul kind (`ELIGIBLE_SUFFIXES`, `ELIGIBLE_PARTS`);
 - JAX: its op path ends with `dot_general` or `conv_general_dilated` (wrappers such as
   `transpose(jvp(dot_general))` included);
+- PyTorch: an aten GEMM, convolution or attention op (`aten::mm`, `aten::addmm`,
+  `aten::cudnn_convolution`, ...: xspace/producers/pytorch_roles.py `is_matrix_op`);
 - XLA: its HLO op's kind has a word from `ELIGIBLE_HLO_WORDS` (`dot.3`, `convolution.1`,
   `gemm_fusion_dot.1`, `cublas-gemm.2`, `cudnn-conv.4`: dots, convolutions and custom calls to
   GEMM libraries; a bare `custom-call.7` names no target and is not eligible).
@@ -56,6 +58,7 @@ from tb_profile_plugin.xspace.producers import (
     hlo_kind,
     plane_kind,
 )
+from tb_profile_plugin.xspace.producers.pytorch_roles import is_matrix_op
 from tb_profile_plugin.xspace.unique_rows import unique_rows
 
 TENSOR_CORE_PATTERNS = (
@@ -156,7 +159,8 @@ def op_tensor_core_eligible(op: str, hlo_op: str = "") -> bool:
     name, _, op_type = op.partition(":")
     full = f"{name}/{op_type}" if op_type else name
     if (full.endswith(ELIGIBLE_SUFFIXES) or op_type.endswith(ELIGIBLE_SUFFIXES)
-            or any(p in op for p in ELIGIBLE_PARTS) or _JAX_ELIGIBLE.search(op)):
+            or any(p in op for p in ELIGIBLE_PARTS) or _JAX_ELIGIBLE.search(op)
+            or is_matrix_op(op)):
         return True
     words = _WORD.split(hlo_kind(hlo_op).lower()) if hlo_op else []
     return any(w in ELIGIBLE_HLO_WORDS for w in words)

@@ -133,6 +133,7 @@ class Verdict:
         if not self.bound_by:
             return ""
         words = ("host compute" if self.bound_by == "computation" and self.cpu_only
+                 else "collectives" if self.bound_by == "collectives" and self.cpu_only
                  else BOUNDS.get(self.bound_by, self.bound_by))
         return f"Bounded by {words} ({self.bound_percent:.1f} %)"
 

@@ -23,10 +23,17 @@ import numpy as np
 from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.steps.execution_steps import execution_steps, not_a_loop
-from tb_profile_plugin.analysis.steps.step_db import StepDb, build_step_db, classify
+from tb_profile_plugin.analysis.steps.step_db import (
+    StepDb,
+    build_core_step_dbs,
+    build_step_db,
+    classify,
+)
 from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.producers.pytorch import is_kineto_profile
 from tb_profile_plugin.xspace.schema import is_gpu_plane
+from tb_profile_plugin.xspace.unique_rows import unique_ints
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,9 @@ def _build_profile_steps(profile: Profile) -> ProfileSteps:
     table = forest.table
     every_type, on_device, has_device = classify(forest, grouped_only=False)
     types = np.where(forest.group_id >= 0, every_type, -1)  # classify's grouped_only rule
-    steps = build_step_db(forest, (types, on_device, has_device))
+    # PyTorch: a step is its ProfilerStep#N host range, every one (docs/pytorch.md "Steps").
+    host_ranges = is_kineto_profile(profile)
+    steps = build_step_db(forest, (types, on_device, has_device), host_ranges=host_ranges)
     executions = profile_executions(profile)
     root_rule, step_module, no_loop = forest.root_rule, "", ""
     if root_rule == "none":
@@ -56,21 +65,22 @@ def _build_profile_steps(profile: Profile) -> ProfileSteps:
         else:
             no_loop = not_a_loop(executions)
     core_steps = []
-    for index, plane in enumerate(profile.planes):
-        if not is_gpu_plane(plane.name):
-            continue
-        if root_rule == EXECUTION_RULE:
+    gpus = [(index, plane.name) for index, plane in enumerate(profile.planes)
+            if is_gpu_plane(plane.name)]
+    if root_rule == EXECUTION_RULE:
+        for index, name in gpus:
             own_steps = execution_steps(forest, executions, plane_index=index)
             if own_steps is not None:
-                core_steps.append((plane.name, own_steps.steps))
-            continue
-        elsewhere = on_device & (table.plane_index != index)  # other devices' events
-        if not elsewhere.any():  # one GPU: its steps are the host's (the same inputs)
-            core_steps.append((plane.name, steps))
-            continue
-        own = types.copy()
-        own[elsewhere] = -1
-        core_steps.append((plane.name, build_step_db(forest, (own, on_device, has_device))))
+                core_steps.append((name, own_steps.steps))
+    elif gpus:
+        device_planes = set(unique_ints(table.plane_index[on_device].astype(np.int64))[0].tolist())
+        # A GPU with every device event (one GPU): its steps are the host's (the same inputs);
+        # the others' own: the host's events and that GPU's, all in one pass (step_db.py).
+        others = [index for index, _ in gpus if not device_planes <= {index}]
+        own_dbs = dict(zip(others, build_core_step_dbs(
+            forest, (types, on_device, has_device), others, host_ranges=host_ranges),
+            strict=True))
+        core_steps = [(name, own_dbs.get(index, steps)) for index, name in gpus]
     return ProfileSteps(steps, tuple(core_steps), root_rule, step_module, no_loop,
                         every_type, has_device)
 

@@ -38,7 +38,7 @@ from tb_profile_plugin.xspace.producers import (
     kind_of,
     module_display_name,
 )
-from tb_profile_plugin.xspace.unique_rows import unique_rows
+from tb_profile_plugin.xspace.unique_rows import unique_ints, unique_rows
 
 #: "No run id / no call" in run-id columns: XLA writes run ids as int32, often negative.
 NO_RUN = np.iinfo(np.int64).min
@@ -100,10 +100,12 @@ def xla_executions(table: EventTable) -> Executions:
     if not on_device.any():
         return _host_executions(table, names)
     canon = table.canonical
-    for plane_index in np.unique(table.plane_index[on_device]).tolist():
+    calls: list[np.ndarray] = []  # _host_calls, computed once for every plane that needs it
+    for plane_index in unique_ints(table.plane_index[on_device])[0].tolist():
         own = _module_line_executions(table, plane_index, names)
         if own is None:
-            own = _derived_executions(table, plane_index, canon.module, canon.texts, names)
+            own = _derived_executions(table, plane_index, canon.module, canon.texts, names,
+                                      calls)
         parts.append((plane_index, *own))
     plane = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in parts]) \
         if parts else np.zeros(0, np.int64)
@@ -171,14 +173,17 @@ def _module_line_executions(table: EventTable, plane_index: int, names: TextInde
 
 
 def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
-                        texts: list[str], names: TextIndex
+                        texts: list[str], names: TextIndex, calls: list[np.ndarray]
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(module code, begin, end) of the executions told by the plane's events' modules."""
+    """(module code, begin, end) of the executions told by the plane's events' modules.
+    `calls`: empty, or [_host_calls(table)] (filled here on first need)."""
     rows = np.flatnonzero(table.plane_index == plane_index)
-    by_time = np.lexsort((np.arange(len(rows)), table.start_ps[rows]))
+    by_time = np.argsort(table.start_ps[rows], kind="stable")  # (= lexsort with positions)
     run_id = table.int_stat("run_id", NO_RUN)[rows]
     if not np.any(run_id[module[rows] >= 0] != NO_RUN):
-        run_id = _host_calls(table)[rows]
+        if not calls:
+            calls.append(_host_calls(table))
+        run_id = calls[0][rows]
     ids = execution_ids(module[rows], run_id, table.int_stat(GROUP_ID_STAT)[rows], by_time)
     member = ids >= 0
     if not member.any():
@@ -190,7 +195,7 @@ def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
     np.maximum.at(end, ids[member], table.end_ps[rows][member])
     first_module = np.full(count, -1, np.int64)
     first_module[ids[member]] = module[rows][member]
-    present = np.unique(first_module)
+    present = unique_ints(first_module)[0]
     code_of = np.full(len(texts) + 1, -1, np.int64)
     for code in present.tolist():  # distinct modules, not events
         code_of[code] = names.code(module_display_name(texts[code]))
@@ -219,14 +224,14 @@ def _host_calls(table: EventTable) -> np.ndarray:
     found = at < len(launches)
     found[found] &= correlation[launches[at[found]]] == correlation[kernels[found]]
     kernels, launch_start = kernels[found], table.start_ps[launches[at[found]]]
-    kernel_module = np.array([texts[c] for c in canon.module[kernels].tolist()], object) \
-        if len(kernels) else np.zeros(0, object)
+    kernel_code = canon.module[kernels]
+    present = unique_ints(kernel_code)[0].tolist()  # distinct module codes, not kernels
     next_id = 0
     for module in sorted({m for m in module_of_name if m}):  # per module, not per event
         names = np.array([m == module for m in module_of_name] + [False])
         calls = np.flatnonzero(names[table.name_id] & ~on_device)
         begin, end = _merged(table.start_ps[calls], table.end_ps[calls])
-        mine = np.flatnonzero(kernel_module == module)
+        mine = np.flatnonzero(np.isin(kernel_code, [c for c in present if texts[c] == module]))
         slot = np.searchsorted(begin, launch_start[mine], side="right") - 1
         inside = (slot >= 0) & (launch_start[mine] < end[np.maximum(slot, 0)])
         out[kernels[mine[inside]]] = next_id + slot[inside]

@@ -14,6 +14,7 @@ the names it defines, never a producer's stat names spelled on their own.
 | `event_names` | the names the trace shows events by (TPU: the ops' display names)         |
 | `framework`   | the framework that wrote a profile (TensorFlow, Keras, JAX)               |
 | `programs`    | XLA module names, host dispatch, tf.function calls, collectives           |
+| `pytorch`     | PyTorch's Kineto JSON: categories, arg names, what the decoder writes     |
 
 Every public name is re-exported here: `from tb_profile_plugin.xspace.producers import X`.
 """
@@ -61,7 +62,6 @@ from tb_profile_plugin.xspace.producers.names import (
     JAX_VERSION_STATS,
     KERNEL_DETAILS_STAT,
     PROGRAM_ID_STAT,
-    STAT_NAMES,
     STEP_NAME_STAT,
     STEPS_NAME,
     TF24_OP_STAT,
@@ -69,6 +69,9 @@ from tb_profile_plugin.xspace.producers.names import (
     TPU_DERIVED_LINE_NAMES,
     XLA_MODULES_NAME,
     XLA_OPS_NAME,
+)
+from tb_profile_plugin.xspace.producers.names import (
+    STAT_NAMES as _PRODUCER_STAT_NAMES,
 )
 from tb_profile_plugin.xspace.producers.programs import (
     dispatched_module,
@@ -83,9 +86,31 @@ from tb_profile_plugin.xspace.producers.programs import (
     runtime_call_kind,
     tf_function_call,
 )
+from tb_profile_plugin.xspace.producers.pytorch import (
+    KINETO_ARG_NAMES,
+    KINETO_SUFFIXES,
+    PyTorchFacts,
+    is_kineto_file,
+    is_kineto_profile,
+    kineto_worker,
+    memcpy_direction,
+    pytorch_facts,
+)
 from tb_profile_plugin.xspace.producers.text_codes import TextIndex, str_codes
 
+#: Every stat name the producers modules define, PyTorch's Kineto arg names among them (the
+#: names no other module spells: tests/unit/xspace/test_producer_names_in_one_place.py).
+STAT_NAMES = (*_PRODUCER_STAT_NAMES, *KINETO_ARG_NAMES)
+
 __all__ = [
+    "KINETO_ARG_NAMES",
+    "KINETO_SUFFIXES",
+    "PyTorchFacts",
+    "is_kineto_file",
+    "is_kineto_profile",
+    "kineto_worker",
+    "memcpy_direction",
+    "pytorch_facts",
     "NO_DEVICE_OFFSET",
     "BYTES_ACCESSED_STAT",
     "CORRELATION_ID_STAT",

@@ -63,7 +63,7 @@ from tb_profile_plugin.xspace.producers.names import (
 )
 from tb_profile_plugin.xspace.producers.programs import module_display_name
 from tb_profile_plugin.xspace.producers.text_codes import LineStats, TextIndex
-from tb_profile_plugin.xspace.unique_rows import unique_rows
+from tb_profile_plugin.xspace.unique_rows import unique_ints, unique_rows
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def _host_line_columns(plane: Plane, line: Line, index: TextIndex) -> dict[str, 
 def _path_leaves(op_name: np.ndarray, index: TextIndex) -> np.ndarray:
     """Per event: the code of its op path's last component (`jit(f)/jvp()/dot_general` ->
     `dot_general`)."""
-    present = np.unique(op_name)
+    present = unique_ints(op_name)[0]
     texts = index.texts
     leaves = np.full(len(texts) + 1, -1, np.int64)
     for code in present.tolist():  # distinct op names, not events
@@ -214,7 +214,7 @@ def _path_leaves(op_name: np.ndarray, index: TextIndex) -> np.ndarray:
 
 def _hlo_kinds(hlo: np.ndarray, index: TextIndex) -> np.ndarray:
     """Per event: the code of its HLO op's kind (`hlo_kind`), -1 where it has no HLO op."""
-    present = np.unique(hlo[hlo >= 0])
+    present = unique_ints(hlo[hlo >= 0])[0]
     texts = index.texts
     kinds = np.full(len(texts) + 1, -1, np.int64)
     for code in present.tolist():  # distinct HLO ops, not events
@@ -253,7 +253,7 @@ def _line_columns(plane: Plane, line: Line, index: TextIndex,
     op_name = np.full(stats.n, -1, np.int64)
     op_type = np.full(stats.n, -1, np.int64)
     jax_type = np.full(stats.n, -1, np.int64)
-    present = np.unique(framework[framework >= 0])
+    present = unique_ints(framework[framework >= 0])[0]
     if len(present):  # one parse per distinct text, not per event
         name_of = np.full(len(texts) + 1, -1, np.int64)
         type_of = np.full(len(texts) + 1, -1, np.int64)
@@ -365,7 +365,7 @@ def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index:
     graph launch (one `correlation_id`) on this line, in the order they started; replays that
     ran the same kernels are paired once, and every event is written in one numpy pass."""
     texts = index.texts
-    buffers = [code for code in np.unique(hlo[hlo >= 0]).tolist()
+    buffers = [code for code in unique_ints(hlo[hlo >= 0])[0].tolist()
                if texts[code].startswith(COMMAND_BUFFER_PREFIX)]
     if not buffers:
         return
@@ -435,7 +435,7 @@ def _program_modules(plane: Plane, line: Line, program: np.ndarray,
     plane's "XLA Modules" line is named `jit_f(<program id>)` (the id as uint64, where the op's
     stat may hold it as int64); an id named by no execution takes the module whose execution
     holds the program's first op. One lookup per distinct program or name, not per event."""
-    present = np.unique(program[program >= 0])
+    present = unique_ints(program[program >= 0])[0]
     out = np.full(len(program), -1, np.int64)
     modules = [m for m in plane.lines if kind_of(plane, m) == LineKind.XLA_MODULES
                and len(m.events)]

@@ -4,6 +4,7 @@ Frameworks (`detect_framework`), from name tables and plane stats only, first ro
 
 | evidence                                                          | framework  |
 |-------------------------------------------------------------------|------------|
+| a Kineto trace (`/host:CPU` stat `profile_source` = `kineto`)     | PyTorch    |
 | `/host:metadata` plane stat `jax_version` / `jaxlib_version`      | JAX        |
 | event named `*step_on_iterator*` (Keras 3 fit) or                 | Keras      |
 | `__inference_train_function*` (tf.keras fit)                      |            |
@@ -39,6 +40,7 @@ from tb_profile_plugin.xspace.producers.names import (
     TF_OP_STAT,
     XLA_MODULES_NAME,
 )
+from tb_profile_plugin.xspace.producers.pytorch import is_kineto_profile
 from tb_profile_plugin.xspace.producers.text_codes import str_codes
 from tb_profile_plugin.xspace.schema import METADATA_PLANE_NAME
 
@@ -49,6 +51,7 @@ class Framework(enum.Enum):
     TENSORFLOW = "TensorFlow"
     KERAS = "Keras"
     JAX = "JAX"
+    PYTORCH = "PyTorch"
     UNKNOWN = "unknown"
 
 
@@ -80,6 +83,7 @@ def detect_framework(profile: Profile) -> FrameworkGuess:
 
     Rules, first match wins (see the module docstring's "Frameworks" table):
 
+    0. a PyTorch (Kineto) trace, by the source the decoder wrote (`is_kineto_profile`): PyTorch;
     1. the `/host:metadata` plane's `jax_version` / `jaxlib_version` stat: JAX;
     2. a Keras step function among the event names (`*step_on_iterator*`,
        `__inference_train_function*`): Keras (model.fit on TensorFlow);
@@ -92,6 +96,8 @@ def detect_framework(profile: Profile) -> FrameworkGuess:
     6. XLA ops (`hlo_module`) without them: JAX;
     7. otherwise UNKNOWN.
     """
+    if is_kineto_profile(profile):
+        return FrameworkGuess(Framework.PYTORCH, "a PyTorch (Kineto) trace")
     metadata = profile.plane(METADATA_PLANE_NAME)
     if metadata is not None:
         stats = metadata.stat_values()

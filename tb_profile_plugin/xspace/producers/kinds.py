@@ -23,6 +23,7 @@ read back modulo 2**32. TPU planes name their XLA lines with small ids (2, 3, 4,
 | TPU `_counters_` (hardware counter samples) | COUNTERS      | no: samples, not ops        |
 | TPU "Tensor Core" (zero-length markers)     | MARKERS       | no: markers, not ops        |
 | "Steps" in the derived range                | STEPS         | no: the producer's steps    |
+| PyTorch's `GPU user annotations (Stream #N)`| DERIVED       | no: ranges mirrored on GPU  |
 | other derived lines (TF Ops, Name Scope,    | DERIVED       | no: they repeat real events |
 | derived XLA Ops, Launch Stats, Async XLA    |               |                             |
 | Ops, XLA TraceMe, Overlay, ...)             |               |                             |
@@ -41,6 +42,7 @@ from tb_profile_plugin.xspace.producers.names import (
     XLA_MODULES_NAME,
     XLA_OPS_NAME,
 )
+from tb_profile_plugin.xspace.producers.pytorch import is_gpu_annotation_line
 from tb_profile_plugin.xspace.schema import (
     CUSTOM_PLANE_PREFIX,
     DERIVED_LINE_ID_MAX,
@@ -129,6 +131,8 @@ def line_kind(plane_name: str, line_id: int, line_name: str) -> LineKind:
         return LineKind.DERIVED
     if line_name == STEPS_NAME:
         return LineKind.STEPS
+    if is_gpu_annotation_line(line_name):
+        return LineKind.DERIVED  # host ranges (ProfilerStep#N ...) mirrored on the stream
     return LineKind.STREAM
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from tb_profile_plugin.xspace.model import Line, Plane, StatColumns
 from tb_profile_plugin.xspace.schema import StatKind
+from tb_profile_plugin.xspace.unique_rows import unique_ints
 
 
 class TextIndex:
@@ -45,7 +46,7 @@ def str_codes(stats: StatColumns, stat_id: int | None, num_rows: int,
     kind = stats.kind[sel]
     is_ref = kind == StatKind.REF
     if is_ref.any():
-        uniq, inverse = np.unique(stats.value[sel][is_ref], return_inverse=True)
+        uniq, inverse = unique_ints(stats.value[sel][is_ref], return_inverse=True)
         mapped = np.array([local.code(plane.stat_metadata.name_of(int(r)) or "")
                            for r in uniq.tolist()], np.int64)
         codes[rows[is_ref]] = mapped[inverse.ravel()]
@@ -76,7 +77,7 @@ def _text_codes(stats: StatColumns, stat_id: int, num_rows: int, plane: Plane,
     sel = stats.rows_with(stat_id)
     sel = sel[np.isin(stats.kind[sel], (StatKind.UINT64, StatKind.INT64))]
     if len(sel):
-        uniq, inverse = np.unique(stats.value[sel], return_inverse=True)
+        uniq, inverse = unique_ints(stats.value[sel], return_inverse=True)
         out[stats.row[sel]] = index.codes([str(int(v)) for v in uniq.tolist()])[inverse.ravel()]
     return out
 

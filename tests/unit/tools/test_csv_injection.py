@@ -3,8 +3,9 @@
 Profiles name things however their writer likes. Here every name a table can show (op names and
 types, kernels, HLO modules and ops, memory op/region/shape, plane and line names, tf.data
 iterators, tf.functions, host names from file names) is a formula-leading payload (OWASP's
-list: `=`, `+`, `-`, `@`, tab, CR). Three runs: a TensorFlow-style run with a GPU, memory and
-tf.data (one host per payload, named by its file), a JAX GPU run (jitted functions), and a real
+list: `=`, `+`, `-`, `@`, tab, CR). Four runs: a TensorFlow-style run with a GPU, memory and
+tf.data (one host per payload, named by its file), a JAX GPU run (jitted functions), a PyTorch
+run (operators by input shape), and a real
 capture whose file is called `=cmd|' -C calc'!A0.xplane.pb`. Every table of every view the
 registry has is fetched from the `data_csv` route for every host it offers and from `tb-profile
 view --csv`; no cell may start a formula, each hostile cell comes back with a leading quote.
@@ -33,6 +34,7 @@ from tb_profile_plugin.tools import registry
 from tb_profile_plugin.tools.csv_table import safe_cell, to_csv
 from tb_profile_plugin.xspace import cache
 from tests.fixtures import session_dir
+from tests.kineto_builder import KinetoTrace
 from tests.xspace_builder import Uint, XSpaceBuilder
 
 US = 1_000_000  # ps
@@ -104,6 +106,18 @@ def _jax_space() -> bytes:
     return b.serialize()
 
 
+def _torch_trace() -> KinetoTrace:
+    """PyTorch (Kineto) with shapes recorded: three steps; in each, one operator per payload,
+    named by it (the PyTorch operator tables)."""
+    t = KinetoTrace(devices=0)
+    for k in range(3):
+        t0 = 1000 * k
+        t.profiler_step(k, t0, 900)
+        for j, name in enumerate(PAYLOADS):
+            t.cpu_op(name, t0 + 100 * (j + 1), 50, input_dims=[[j + 1, 8], []])
+    return t
+
+
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hostile")
@@ -114,6 +128,8 @@ def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     jax_run = root / "jax" / "plugins" / "profile" / "s1"
     jax_run.mkdir(parents=True)
     (jax_run / "gpu-host.xplane.pb").write_bytes(_jax_space())
+    # PyTorch's layout: the trace right in the run's directory (tensorboard_trace_handler).
+    _torch_trace().write(root / "torch" / "s1" / "worker0.1700000000000.pt.trace.json")
     real_run = root / "real" / "plugins" / "profile" / "s1"
     real_run.mkdir(parents=True)
     real = next(session_dir("tfdata_slow").glob("*.xplane.pb"))
@@ -158,7 +174,7 @@ def test_every_table_of_every_view_is_neutralised(
     quoted_by_table: Counter[str] = Counter()
     compared_with_cli = 0
     checked: Counter[str] = Counter()
-    for run in ("tf/s1", "jax/s1", "real/s1"):
+    for run in ("tf/s1", "jax/s1", "torch/s1", "real/s1"):
         status, text = _get(apps["/run_tools"], run=run)
         assert status == 200
         for view_name in registry.VIEWS:
@@ -182,7 +198,8 @@ def test_every_table_of_every_view_is_neutralised(
                     quoted_by_table[key] += sum(
                         c[:1] == "'" and c[1:2] in "=+-@\t\r" for row in cells for c in row)
                     if host == hosts[0] and run != "real/s1":  # the CLI prints the same text
-                        run_dir = logdir / run.split("/")[0] / "plugins" / "profile" / "s1"
+                        run_dir = (logdir / run if run == "torch/s1" else
+                                   logdir / run.split("/")[0] / "plugins" / "profile" / "s1")
                         host_args = [] if host == ALL_HOSTS else ["--host", host]
                         assert cli.main(["view", str(run_dir), view_name, "--csv", "--table",
                                          table, *host_args]) == 0

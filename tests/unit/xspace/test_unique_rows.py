@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_profile_plugin.xspace.unique_rows import unique_rows
+from tb_profile_plugin.xspace.unique_rows import unique_ints, unique_rows
 
 
 @pytest.mark.parametrize("wide", [0, 1, 12], ids=["one key", "ranked", "records"])
@@ -33,3 +33,38 @@ def test_unique_rows_equals_numpy(wide: int) -> None:
         plain_unique, plain_inverse = unique_rows(rows)
         assert np.array_equal(plain_unique, unique)
         assert np.array_equal(plain_inverse, inverse.reshape(-1))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8, np.uint8, np.uint64])
+def test_unique_ints_equals_numpy(dtype: type) -> None:
+    """Both paths (a tabled range; a range too wide for a table, sorted) give numpy's unique,
+    first occurrences and inverse, in numpy's dtypes."""
+    rng = np.random.default_rng(11)
+    info = np.iinfo(dtype)
+    for _ in range(300):
+        n = int(rng.integers(0, 200))
+        low = max(int(info.min), -int(rng.integers(0, 50)))
+        span = int(rng.choice([1, 5, 3 * n + 2000, 10**12]))
+        high = min(int(info.max), low + span)
+        values = rng.integers(low, high, n, endpoint=True).astype(dtype)
+        for index in (False, True):
+            for inverse in (False, True):
+                expected = np.unique(values, return_index=index, return_inverse=inverse)
+                expected = expected if isinstance(expected, tuple) else (expected,)
+                got = unique_ints(values, return_index=index, return_inverse=inverse)
+                assert len(got) == len(expected)
+                for mine, theirs in zip(got, expected, strict=True):
+                    theirs = np.asarray(theirs).reshape(-1)
+                    assert mine.dtype == theirs.dtype
+                    assert np.array_equal(mine, theirs)
+
+
+def test_unique_ints_tables_a_dense_range() -> None:
+    """Codes of two million events over a few thousand values take the table path (no sort),
+    with numpy's answer."""
+    values = np.random.default_rng(2).integers(-1, 3000, 2_000_000).astype(np.int32)
+    unique, first, inverse = unique_ints(values, return_index=True, return_inverse=True)
+    expected = np.unique(values, return_index=True, return_inverse=True)
+    assert np.array_equal(unique, expected[0])
+    assert np.array_equal(first, expected[1])
+    assert np.array_equal(inverse, expected[2])

@@ -1,0 +1,103 @@
+"""Decode one Kineto Chrome-trace JSON (PyTorch's `.pt.trace.json[.gz]`) into a `Profile`.
+
+Stages (request_budget.checkpoint() between them): inflate and parse (read.py), the kept
+events' fields as columns (fields.py), their `args` as stat rows, what the decoder derives
+(launching ops, flows, steps, allocator events, kernel details: joins.py), then planes and
+lines (planes.py). The mapping is docs/pytorch.md; every PyTorch name is in
+xspace/producers/pytorch.py.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+
+import numpy as np
+
+from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.request_budget import checkpoint
+from tb_profile_plugin.xspace.decode import MAX_SPAN_PS
+from tb_profile_plugin.xspace.kineto import fields as fl
+from tb_profile_plugin.xspace.kineto import planes, read
+from tb_profile_plugin.xspace.kineto.derive import DecodedEvents
+from tb_profile_plugin.xspace.model import Profile
+from tb_profile_plugin.xspace.producers import pytorch as pt
+
+
+def decode_kineto(data: bytes) -> Profile:
+    """The profile of one Kineto trace (bytes, gzip or not). UnreadableProfile for anything
+    that is not one, or is over the size cap (read.py).
+
+    The cyclic garbage collector is paused meanwhile (where it ran): parsing creates millions
+    of dicts and lists, none in a cycle, and each collection would walk all of them (a third
+    of the decode's time; docs/pytorch.md "Figures")."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _decode(data)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _decode(data: bytes) -> Profile:
+    text = read.inflate(data)
+    doc, slices = read.parse(text)
+    checkpoint()
+    stat_names = fl.Interner()
+    f, rows = fl.read_fields(slices, stat_names)
+    del slices, text
+    checkpoint()
+    d = DecodedEvents(f, rows, stat_names)
+    start_ps, dur_ps, origin_ns = _times(f, doc)
+    d.start_ps, d.end_ps = start_ps, start_ps + dur_ps
+    d.launching_ops()
+    d.steps()
+    d.memory()
+    d.kernel_details()
+    flow_ps = _flow_ps(f, doc, origin_ns)
+    d.flows(flow_ps)
+    checkpoint()
+    built = planes.build(d, doc, dur_ps, origin_ns)
+    warnings = [f"{count:,} {reason} were dropped" for reason, count in f.dropped.items()
+                if count]
+    host_name = doc.get(pt.HOST_NAME_KEY)
+    return Profile(planes=built, hostnames=[host_name] if isinstance(host_name, str) else [],
+                   errors=[], warnings=warnings, origin_ns=origin_ns, decoder="kineto")
+
+
+def _times(f: fl.Fields, doc: dict) -> tuple[np.ndarray, np.ndarray, int]:
+    """(starts in ps from the origin, durations in ps, origin in ns): µs rounded to the ns."""
+    if not len(f):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), _base_ns(doc, 0)
+    base_us = math.floor(float(f.ts_us.min()))
+    offset_ns = np.rint((f.ts_us - base_us) * 1e3)
+    dur_ns = np.rint(f.dur_us * 1e3)
+    limit_ns = MAX_SPAN_PS / 1000
+    if float(offset_ns.max()) > limit_ns or float((offset_ns + dur_ns).max()) > limit_ns:
+        raise UnreadableProfile(
+            f"events lie more than {MAX_SPAN_PS / 1e12 / 86_400:.1f} days apart (ts or dur far "
+            "out of range): the trace is corrupt or was not written by PyTorch's profiler")
+    return (offset_ns.astype(np.int64) * 1000, dur_ns.astype(np.int64) * 1000,
+            _base_ns(doc, base_us))
+
+
+def _base_ns(doc: dict, base_us: int) -> int:
+    """The origin in ns: `baseTimeNanoseconds` (Kineto's offset to the epoch) + the first ts."""
+    base = doc.get(pt.BASE_TIME_KEY)
+    shift = base if isinstance(base, int) and not isinstance(base, bool) and base >= 0 else 0
+    total = shift + base_us * 1000
+    return total if total < 2**62 else base_us * 1000
+
+
+def _flow_ps(f: fl.Fields, doc: dict, origin_ns: int) -> np.ndarray:
+    """The flows' times in ps from the origin (the events' rounding)."""
+    base = doc.get(pt.BASE_TIME_KEY)
+    shift = base if isinstance(base, int) and not isinstance(base, bool) and base >= 0 else 0
+    base_us = (origin_ns - shift) / 1000 if origin_ns - shift < 2**62 else origin_ns / 1000
+    offset_ns = np.rint((f.flows.ts_us - base_us) * 1e3)
+    # A point far out of range (or not a number) binds to no event: it is put before them all.
+    limit_ns = MAX_SPAN_PS / 1000
+    offset_ns[~(np.abs(offset_ns) <= limit_ns)] = -limit_ns
+    return offset_ns.astype(np.int64) * 1000

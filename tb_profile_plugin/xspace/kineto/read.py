@@ -1,0 +1,111 @@
+"""A Kineto file's bytes -> its JSON object and its events: gzip by magic, the size cap,
+orjson.
+
+The uncompressed text may be at most `max_bytes()` (TB_PROFILE_KINETO_MAX_BYTES, default
+2 GiB): the text is held whole while its events are parsed a slice at a time (split.py; a
+decode adds about 3 bytes of memory per byte of JSON at its peak: docs/pytorch.md
+"Figures"), so a bigger file is refused before it is inflated past the cap or parsed.
+Anything that is not a Kineto trace (not gzip nor JSON, a truncated gzip stream, JSON without
+a `traceEvents` list) is UnreadableProfile with a sentence.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+
+import orjson
+
+from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.xspace.kineto import split
+from tb_profile_plugin.xspace.producers.pytorch import TRACE_EVENTS_KEY
+
+MAX_BYTES_ENV = "TB_PROFILE_KINETO_MAX_BYTES"
+DEFAULT_MAX_BYTES = 2 * 2**30
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def max_bytes() -> int:
+    """The most bytes of JSON text a trace may hold (TB_PROFILE_KINETO_MAX_BYTES)."""
+    text = os.environ.get(MAX_BYTES_ENV, "")
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_BYTES
+
+
+def _too_big(what: str) -> UnreadableProfile:
+    return UnreadableProfile(
+        f"the trace {what} more than {max_bytes():,} bytes of JSON, the most that is read "
+        f"({MAX_BYTES_ENV} raises the limit; decoding needs about 4 bytes of memory per byte "
+        "of JSON)")
+
+
+def inflate(data: bytes) -> bytes:
+    """The JSON text: `data` itself, or inflated when it starts with gzip's magic bytes."""
+    cap = max_bytes()
+    if not data.startswith(GZIP_MAGIC):
+        if len(data) > cap:
+            raise _too_big("holds")
+        return data
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        text = inflater.decompress(data, cap + 1)
+    except zlib.error as exc:
+        raise UnreadableProfile(
+            f"the file starts like gzip but does not inflate ({exc}): it is damaged or not a "
+            ".pt.trace.json.gz written by PyTorch") from None
+    if len(text) > cap or inflater.unconsumed_tail:
+        raise _too_big("inflates to")
+    if not inflater.eof:
+        raise UnreadableProfile(
+            f"the gzip stream is truncated (it ends after {len(text):,} bytes of JSON): the "
+            "trace was not written to the end; capture it again")
+    return text
+
+
+def parse(text: bytes) -> tuple[dict, Iterable[list]]:
+    """(the JSON object without its events, the `traceEvents` list in slices, each parsed
+    when the caller asks for it). A text over `split.SLICE_BYTES` is parsed a slice of events
+    at a time (split.py: the caller drops each slice's dicts before the next is parsed); a
+    bare JSON array of events (Chrome's other trace form) is the events of no object."""
+    if not text.strip():
+        raise UnreadableProfile("the file is empty: the trace was not written")
+    size = split.SLICE_BYTES  # (read here: tests lower it)
+    found = split.event_slices(text, size) if len(text) > size else None
+    if found is not None:
+        start, end, slices = found
+        doc = _loads(text[:start] + text[end:])
+        if isinstance(doc, dict) and doc.get(TRACE_EVENTS_KEY) == []:
+            del doc[TRACE_EVENTS_KEY]
+            return doc, _slices(text, slices)
+    doc = _loads(text)
+    if isinstance(doc, list):
+        return {}, [doc]
+    if not isinstance(doc, dict):
+        raise UnreadableProfile(
+            "the file is JSON but not a trace object: a .pt.trace.json holds an object with a "
+            f"{TRACE_EVENTS_KEY!r} list")
+    events = doc.pop(TRACE_EVENTS_KEY, None)
+    if not isinstance(events, list):
+        raise UnreadableProfile(
+            f"the JSON object has no {TRACE_EVENTS_KEY!r} list: it is not a PyTorch (Kineto) "
+            "trace")
+    return doc, [events]
+
+
+def _loads(text: bytes) -> object:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise UnreadableProfile(
+            f"the file is not valid JSON ({exc}): it is truncated or not a .pt.trace.json "
+            "written by PyTorch") from None
+
+
+def _slices(text: bytes, slices: list[tuple[int, int]]) -> Iterator[list]:
+    view = memoryview(text)
+    for lo, hi in slices:
+        events = _loads(b"".join((b"[", view[lo:hi], b"]")))
+        if not isinstance(events, list):  # (a slice of elements parses as a list)
+            raise UnreadableProfile("the file's traceEvents are not a JSON list")
+        yield events
+        del events
