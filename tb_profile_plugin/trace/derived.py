@@ -225,7 +225,9 @@ def _overview_steps(profile: Profile, plane_index: int, table: EventTable,
     """The overview's steps of this GPU plane (module docstring, "Steps"); None without."""
     analysis = profile_steps(profile)
     name = profile.planes[plane_index].name
-    steps = dict(analysis.core_steps).get(name, analysis.steps)
+    steps = dict(analysis.core_steps).get(name)
+    if steps is None:  # (read only here: the host's database is built on first read)
+        steps = analysis.steps
     if len(steps) == 0 or len(by_time) == 0:
         return None
     begin = steps.begin_ps.astype(np.int64)

@@ -8,6 +8,8 @@ steps, not for the whole overview.
 - `steps`: the step database (analysis/steps/step_db.py) of the host's steps: the groups the
   forest found (analysis/events/forest.py), else, where no profiler marks steps, the
   executions of the jitted step function where they repeat like a loop (execution_steps.py).
+  Built on first read: the trace's Steps tracks of a several-GPU host read only `core_steps`
+  (3 of a 10M-event 8-GPU host's 39 s first window; docs/benchmarks.md).
 - `core_steps`: per GPU plane, its own step database (its device events only; a single GPU
   shares the host's).
 - `every_type`: the event type of every event (int8, `classify(grouped_only=False)`), which
@@ -16,35 +18,36 @@ steps, not for the whole overview.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
 from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.steps.execution_steps import execution_steps, not_a_loop
-from tb_profile_plugin.analysis.steps.step_db import (
-    StepDb,
-    build_core_step_dbs,
-    build_step_db,
-    classify,
-)
+from tb_profile_plugin.analysis.steps.step_db import StepDb, build_step_db, classify
 from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers.pytorch import is_kineto_profile
 from tb_profile_plugin.xspace.schema import is_gpu_plane
-from tb_profile_plugin.xspace.unique_rows import unique_ints
 
 
 @dataclass(frozen=True)
 class ProfileSteps:
-    steps: StepDb
     core_steps: tuple[tuple[str, StepDb], ...]  # (GPU plane name, its steps)
     root_rule: str  # the forest's rule, or execution_steps.RULE
     step_module: str  # the jitted step function, where the steps are its executions
     not_a_loop: str  # why repeated executions were not taken as steps ("" otherwise)
     every_type: np.ndarray  # int8 event type of every event (grouped or not)
     has_device: bool
+    build_steps: Callable[[], StepDb] = field(repr=False, compare=False)  # memoised
+
+    @property
+    def steps(self) -> StepDb:
+        """The host's step database (module docstring), built on first read."""
+        return self.build_steps()
 
 
 def _build_profile_steps(profile: Profile) -> ProfileSteps:
@@ -54,13 +57,20 @@ def _build_profile_steps(profile: Profile) -> ProfileSteps:
     types = np.where(forest.group_id >= 0, every_type, -1)  # classify's grouped_only rule
     # PyTorch: a step is its ProfilerStep#N host range, every one (docs/pytorch.md "Steps").
     host_ranges = is_kineto_profile(profile)
-    steps = build_step_db(forest, (types, on_device, has_device), host_ranges=host_ranges)
+
+    @cache
+    def grouped_steps() -> StepDb:  # (the grouped types again: one byte per event less kept)
+        grouped = np.where(forest.group_id >= 0, every_type, -1)
+        return build_step_db(forest, (grouped, on_device, has_device), host_ranges=host_ranges)
+
+    build_steps: Callable[[], StepDb] = grouped_steps
     executions = profile_executions(profile)
     root_rule, step_module, no_loop = forest.root_rule, "", ""
     if root_rule == "none":
         from_executions = execution_steps(forest, executions)
         if from_executions is not None:
-            steps, step_module = from_executions.steps, from_executions.module
+            step_module = from_executions.module
+            build_steps = _constant(from_executions.steps)
             root_rule = EXECUTION_RULE
         else:
             no_loop = not_a_loop(executions)
@@ -72,17 +82,22 @@ def _build_profile_steps(profile: Profile) -> ProfileSteps:
             own_steps = execution_steps(forest, executions, plane_index=index)
             if own_steps is not None:
                 core_steps.append((name, own_steps.steps))
-    elif gpus:
-        device_planes = set(unique_ints(table.plane_index[on_device].astype(np.int64))[0].tolist())
-        # A GPU with every device event (one GPU): its steps are the host's (the same inputs);
-        # the others' own: the host's events and that GPU's, all in one pass (step_db.py).
-        others = [index for index, _ in gpus if not device_planes <= {index}]
-        own_dbs = dict(zip(others, build_core_step_dbs(
-            forest, (types, on_device, has_device), others, host_ranges=host_ranges),
-            strict=True))
-        core_steps = [(name, own_dbs.get(index, steps)) for index, name in gpus]
-    return ProfileSteps(steps, tuple(core_steps), root_rule, step_module, no_loop,
-                        every_type, has_device)
+    else:
+        for index, name in gpus:
+            elsewhere = on_device & (table.plane_index != index)  # other devices' events
+            if not elsewhere.any():  # one GPU: its steps are the host's (the same inputs)
+                core_steps.append((name, build_steps()))
+                continue
+            own = types.copy()
+            own[elsewhere] = -1
+            core_steps.append((name, build_step_db(forest, (own, on_device, has_device),
+                                                   host_ranges=host_ranges)))
+    return ProfileSteps(tuple(core_steps), root_rule, step_module, no_loop, every_type,
+                        has_device, build_steps)
+
+
+def _constant(steps: StepDb) -> Callable[[], StepDb]:
+    return lambda: steps
 
 
 #: The steps of `profile` (module docstring), built once per decoded profile.

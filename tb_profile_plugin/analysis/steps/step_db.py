@@ -306,76 +306,8 @@ def build_step_db(
     groups = forest.group_id
     g_count = forest.num_groups
     start, end = table.start_ps, table.end_ps
-    host_begin, host_end = _host_marker_spans(types, on_device, groups, start, end, g_count)
-    if host_ranges:
-        return step_db_from_spans(
-            StepSpans(host_begin, host_end, host_begin >= 0, forest.step_num), types, groups,
-            start, end, has_device, drop_partial=False, parent=forest.nesting.parent,
-            keep_empty=True)
-    dev_begin, dev_end = _longest_core_spans(
-        np.flatnonzero(on_device & (groups >= 0) & (types >= 0)), groups, table.plane_index,
-        start, end, g_count)
-    return step_db_from_spans(
-        _step_spans(host_begin, host_end, dev_begin, dev_end, has_device, forest.step_num),
-        types, groups, start, end, has_device, parent=forest.nesting.parent)
 
-
-def build_core_step_dbs(forest: Forest, classified: tuple[np.ndarray, np.ndarray, bool],
-                        planes: list[int], host_ranges: bool = False) -> list[StepDb]:
-    """Per device plane of `planes`, `build_step_db` of the host's events with only that
-    plane's device events (the others' types -1), for every plane in one pass over the host's
-    events: the counted events, host markers and per-(group, plane) device spans are found
-    once, and each plane's database is built from its own events only (the host's and its
-    own), not from a copy of every event's types (9 passes over a 10M-event 8-GPU host).
-    Equal to the per-plane `build_step_db` calls: an event's parent is on its own line, so
-    the enclosed events dropped are the same, and each plane's events reach
-    `step_db_from_spans` in the same order."""
-    types, on_device, has_device = classified
-    table = forest.table
-    groups = forest.group_id
-    g_count = forest.num_groups
-    start, end = table.start_ps, table.end_ps
-    host_begin, host_end = _host_marker_spans(types, on_device, groups, start, end, g_count)
-    counted = _counted_events(types, groups, forest.nesting.parent)
-    ev_plane = table.plane_index[counted]
-    ev_device = on_device[counted]
-    # Per (group, plane): first start and last end of the group's events on that plane (an
-    # enclosed event lies inside its parent on its line: the spans are the same without it).
-    dev = counted[ev_device]
-    dev_plane = ev_plane[ev_device].astype(np.int64)
-    num_planes = int(max(planes, default=0)) + 1
-    if len(dev):
-        num_planes = max(num_planes, int(dev_plane.max()) + 1)
-    keys, key_of = unique_ints(groups[dev].astype(np.int64) * num_planes + dev_plane,
-                               return_inverse=True)
-    key_begin = np.full(len(keys), np.iinfo(np.int64).max, np.int64)
-    key_end = np.full(len(keys), -1, np.int64)
-    np.minimum.at(key_begin, key_of, start[dev])
-    np.maximum.at(key_end, key_of, end[dev])
-    del dev, dev_plane, key_of
-    dbs = []
-    for index in planes:
-        mine = keys % num_planes == index
-        dev_begin = np.full(g_count, np.iinfo(np.int64).max, np.int64)
-        dev_end = np.full(g_count, -1, np.int64)
-        dev_begin[keys[mine] // num_planes] = key_begin[mine]
-        dev_end[keys[mine] // num_planes] = key_end[mine]
-        own = counted[~ev_device | (ev_plane == index)]
-        if host_ranges:
-            spans = StepSpans(host_begin, host_end, host_begin >= 0, forest.step_num)
-        else:
-            spans = _step_spans(host_begin, host_end, dev_begin, dev_end, has_device,
-                                forest.step_num)
-        dbs.append(step_db_from_spans(spans, types[own], groups[own], start[own], end[own],
-                                      has_device, drop_partial=not host_ranges,
-                                      keep_empty=host_ranges))
-    return dbs
-
-
-def _host_marker_spans(types: np.ndarray, on_device: np.ndarray, groups: np.ndarray,
-                       start: np.ndarray, end: np.ndarray, g_count: int
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Per group, the longest host marker's (begin, end); -1 where the group has none."""
+    # Step spans: longest host marker per group; device span per group.
     markers = np.flatnonzero((types == _MARKER) & ~on_device)
     marker_len = end[markers] - start[markers]
     order = np.lexsort((-marker_len, groups[markers]))
@@ -386,21 +318,29 @@ def _host_marker_spans(types: np.ndarray, on_device: np.ndarray, groups: np.ndar
     host_end = np.full(g_count, -1, np.int64)
     host_begin[groups[markers[first]]] = start[markers[first]]
     host_end[groups[markers[first]]] = end[markers[first]]
-    return host_begin, host_end
 
+    dev_begin, dev_end = _longest_core_spans(
+        np.flatnonzero(on_device & (groups >= 0) & (types >= 0)), groups, table.plane_index,
+        start, end, g_count)
+    has_dev_span = dev_end >= 0
 
-def _step_spans(host_begin: np.ndarray, host_end: np.ndarray, dev_begin: np.ndarray,
-                dev_end: np.ndarray, has_device: bool, step_num: np.ndarray) -> StepSpans:
-    """Step 2 of the module docstring: the host marker unless the device marker is not inside
-    it; with a device, only groups that ran on the device are steps."""
+    if host_ranges:
+        return step_db_from_spans(
+            StepSpans(host_begin, host_end, host_begin >= 0, forest.step_num), types, groups,
+            start, end, has_device, drop_partial=False, parent=forest.nesting.parent,
+            keep_empty=True)
     if has_device:
-        has_dev_span = dev_end >= 0
         host_contains = (host_begin >= 0) & (host_begin <= dev_begin) & (host_end >= dev_end)
         use_host = host_contains | ~has_dev_span
         begin = np.where(use_host, host_begin, dev_begin)
         finish = np.where(use_host, host_end, dev_end)
-        return StepSpans(begin, finish, has_dev_span, step_num)
-    return StepSpans(host_begin, host_end, host_begin >= 0, step_num)
+        valid = has_dev_span  # host events count only for groups that ran on the device
+    else:
+        begin, finish = host_begin, host_end
+        valid = host_begin >= 0
+    return step_db_from_spans(
+        StepSpans(begin, finish, valid, forest.step_num), types, groups, start, end, has_device,
+        parent=forest.nesting.parent)
 
 
 def _longest_core_spans(device_events: np.ndarray, groups: np.ndarray, plane: np.ndarray,

@@ -219,11 +219,21 @@ def _host_calls(table: EventTable) -> np.ndarray:
     on_device = table.on_device
     launches = np.flatnonzero(~on_device & (correlation >= 0))
     launches = launches[np.argsort(correlation[launches], kind="stable")]
+    launch_ids, launch_starts = correlation[launches], table.start_ps[launches]
+    del launches
     kernels = np.flatnonzero(on_device & (correlation >= 0) & (canon.module >= 0))
-    at = np.searchsorted(correlation[launches], correlation[kernels])
-    found = at < len(launches)
-    found[found] &= correlation[launches[at[found]]] == correlation[kernels[found]]
-    kernels, launch_start = kernels[found], table.start_ps[launches[at[found]]]
+    # Kernels looked up in correlation order (each device line's ids rise with time: a stable
+    # sort of few runs), so the search and the gathers walk the launches in order instead of
+    # jumping over them at random (8x the time at 5x the events, cache misses).
+    kernel_ids = correlation[kernels]
+    by_id = np.argsort(kernel_ids, kind="stable")
+    kernels, kernel_ids = kernels[by_id], kernel_ids[by_id]
+    del by_id
+    at = np.searchsorted(launch_ids, kernel_ids)
+    found = at < len(launch_ids)
+    found[found] &= launch_ids[at[found]] == kernel_ids[found]
+    kernels, launch_start = kernels[found], launch_starts[at[found]]
+    del kernel_ids, at, found
     kernel_code = canon.module[kernels]
     present = unique_ints(kernel_code)[0].tolist()  # distinct module codes, not kernels
     next_id = 0

@@ -1,7 +1,8 @@
 """Decode one Kineto Chrome-trace JSON (PyTorch's `.pt.trace.json[.gz]`) into a `Profile`.
 
-Stages (request_budget.checkpoint() between them): inflate and parse (read.py), the kept
-events' fields as columns (fields.py), their `args` as stat rows, what the decoder derives
+Stages (request_budget.checkpoint() between them): the text read, or inflated, and parsed a
+slice of events at a time (read.py, split.py), each slice's kept events' fields as columns
+and their `args` as stat rows (fields.py) before the next is parsed, what the decoder derives
 (launching ops, flows, steps, allocator events, kernel details: joins.py), then planes and
 lines (planes.py). The mapping is docs/pytorch.md; every PyTorch name is in
 xspace/producers/pytorch.py.
@@ -15,6 +16,7 @@ import math
 import numpy as np
 
 from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.memory_release import release_now
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.xspace.decode import MAX_SPAN_PS
 from tb_profile_plugin.xspace.kineto import fields as fl
@@ -42,26 +44,38 @@ def decode_kineto(data: bytes) -> Profile:
 
 
 def _decode(data: bytes) -> Profile:
-    text = read.inflate(data)
-    doc, slices = read.parse(text)
-    checkpoint()
-    stat_names = fl.Interner()
-    f, rows = fl.read_fields(slices, stat_names)
-    del slices, text
+    stream = read.Stream(data)
+    try:
+        stat_names = fl.Interner()
+        f, rows = fl.read_fields(stream.slices(), stat_names)
+        doc = stream.doc
+    except read.Reparse:  # (not one object with a traceEvents array: read.py)
+        del stream
+        doc, slices = read.whole(data)
+        stat_names = fl.Interner()
+        f, rows = fl.read_fields(slices, stat_names)
+        del slices
+    release_now()  # (the parsed slices' freed heap, before the columns derived from them)
     checkpoint()
     d = DecodedEvents(f, rows, stat_names)
     start_ps, dur_ps, origin_ns = _times(f, doc)
     d.start_ps, d.end_ps = start_ps, start_ps + dur_ps
-    d.launching_ops()
-    d.steps()
-    d.memory()
-    d.kernel_details()
+    del start_ps
+    # (each derivation's temporaries given back: the next does not stack on them)
+    for derive in (d.launching_ops, d.steps, d.memory, d.kernel_details):
+        derive()
+        release_now()
     flow_ps = _flow_ps(f, doc, origin_ns)
     d.flows(flow_ps)
+    d.drop_derivations()
+    del flow_ps
+    release_now()
     checkpoint()
     built = planes.build(d, doc, dur_ps, origin_ns)
     warnings = [f"{count:,} {reason} were dropped" for reason, count in f.dropped.items()
                 if count]
+    del d, f, rows, dur_ps
+    release_now()  # (what the decode freed, not kept by the allocator for the next request)
     host_name = doc.get(pt.HOST_NAME_KEY)
     return Profile(planes=built, hostnames=[host_name] if isinstance(host_name, str) else [],
                    errors=[], warnings=warnings, origin_ns=origin_ns, decoder="kineto")

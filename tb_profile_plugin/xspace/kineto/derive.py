@@ -57,6 +57,22 @@ class DecodedEvents:
         self.start_ps = np.zeros(n, np.int64)
         self.end_ps = np.zeros(n, np.int64)
 
+    def drop_derivations(self) -> None:
+        """Drops the columns only the derivations read (planes.build reads the others), so
+        the planes are built with less held."""
+        f = self.f
+        f.ts_us = f.dur_us = np.zeros(0)
+        f.cat = f.pid_number = f.tid_number = f.detail = np.zeros(0, np.int64)
+        f.instant = np.zeros(0, bool)
+        self.end_ps = np.zeros(0, np.int64)
+        self.is_op = self.kernel = self.copy = np.zeros(0, bool)
+
+    def drop_placement(self) -> None:
+        """Drops what only placed the events on lines (planes.build, once it has)."""
+        self.device = self.annotation = np.zeros(0, bool)
+        self.gpu = self.stream = self.start_ps = np.zeros(0, np.int64)
+        self.host_line = self.f.host_line = np.zeros(0, np.int64)
+
     def stat(self, name: str) -> int:
         return self.stat_names.code(name)
 

@@ -25,6 +25,7 @@ import orjson
 
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.xspace.kineto.details import kernel_details
+from tb_profile_plugin.xspace.kineto.growing import Growing
 from tb_profile_plugin.xspace.producers import pytorch as pt
 from tb_profile_plugin.xspace.schema import StatKind
 
@@ -211,9 +212,9 @@ class _Reader:
         self.thread_keys: dict[tuple[object, object], int] = {}
         self.thread_names: dict[tuple[object, object], str] = {}
         self.dropped: dict[str, int] = {}
-        self.columns: dict[str, list[np.ndarray]] = {}
+        self.columns = {key: Growing(dtype) for key, dtype in _COLUMN_TYPES.items()}
         self.flows: list[Flows] = []
-        self.rows: list[StatRows] = []
+        self.rows = _GrowingRows()
         self.count = 0
 
     def drop(self, reason: str, count: int) -> None:
@@ -242,12 +243,13 @@ class _Reader:
         stats = args_stats(part.args, self.stat_names)
         part.args = part.pid = part.tid = []
         stats.event += self.count
-        self.rows.append(stats)
+        self.rows.extend(stats)
+        del stats
         for key, value in (("name", part.name), ("cat", part.cat), ("instant", part.instant),
                            ("ts_us", part.ts_us), ("dur_us", part.dur_us),
                            ("host_line", host_line), ("pid_number", pid_number),
                            ("tid_number", tid_number), ("detail", detail)):
-            self.columns.setdefault(key, []).append(value)
+            self.columns[key].extend(value)
         self.count += n
 
     def _thread_codes(self, pids: list, tids: list) -> np.ndarray:
@@ -264,10 +266,7 @@ class _Reader:
         return np.fromiter(map(distinct.__getitem__, pairs), np.int64, len(pairs))
 
     def result(self) -> tuple[Fields, StatRows]:
-        def column(key: str, dtype: type) -> np.ndarray:
-            parts = self.columns.get(key, [])
-            return np.concatenate(parts) if parts else np.zeros(0, dtype)
-
+        column = self.columns
         flows = self.flows
         merged = Flows(
             is_start=np.concatenate([f.is_start for f in flows]) if flows else np.zeros(0, bool),
@@ -276,15 +275,15 @@ class _Reader:
             flow_id=(np.concatenate([f.flow_id for f in flows]) if flows
                      else np.zeros(0, np.int64)))
         fields = Fields(
-            name=column("name", np.int64), cat=column("cat", np.int64),
-            instant=column("instant", bool), ts_us=column("ts_us", np.float64),
-            dur_us=column("dur_us", np.float64), host_line=column("host_line", np.int64),
-            pid_number=column("pid_number", np.int64),
-            tid_number=column("tid_number", np.int64), detail=column("detail", np.int64),
+            name=column["name"].result(), cat=column["cat"].result(),
+            instant=column["instant"].result(), ts_us=column["ts_us"].result(),
+            dur_us=column["dur_us"].result(), host_line=column["host_line"].result(),
+            pid_number=column["pid_number"].result(),
+            tid_number=column["tid_number"].result(), detail=column["detail"].result(),
             names=self.names, cats=self.cats, details=self.details,
             thread_keys=self.thread_keys, thread_names=self.thread_names, flows=merged,
             dropped=self.dropped)
-        return fields, _merged(self.rows)
+        return fields, self.rows.result()
 
     def _part(self, events: list) -> _Part:
         n_all = len(events)
@@ -368,31 +367,36 @@ def read_fields(slices: Iterable[list], stat_names: Interner) -> tuple[Fields, S
     return reader.result()
 
 
-def _merged(parts: list[StatRows]) -> StatRows:
-    """One StatRows of several (string offsets moved past the blobs before them), emptying
-    `parts` as it goes: each part is dropped once copied, so the rows are held about once."""
-    out = StatRows.empty()
-    if not parts:
-        return out
-    total = sum(len(p.event) for p in parts)
-    out.event, out.stat = np.empty(total, np.int64), np.empty(total, np.int64)
-    out.kind, out.value = np.empty(total, np.uint8), np.empty(total, np.int64)
-    out.length = np.empty(total, np.int32)
-    at = 0
-    parts.reverse()
-    while parts:
-        part = parts.pop()
-        hi = at + len(part.event)
-        out.event[at:hi], out.stat[at:hi], out.kind[at:hi] = part.event, part.stat, part.kind
-        out.length[at:hi] = part.length
-        out.value[at:hi] = part.value
-        if out.blob_size:
-            out.value[at:hi][part.kind == StatKind.STR] += out.blob_size
-        out.blob_parts.extend(part.blob_parts)
-        out.blob_size += part.blob_size
-        at = hi
-        del part
-    return out
+_COLUMN_TYPES = {"name": np.int64, "cat": np.int64, "instant": bool, "ts_us": np.float64,
+                 "dur_us": np.float64, "host_line": np.int64, "pid_number": np.int64,
+                 "tid_number": np.int64, "detail": np.int64}
+
+
+class _GrowingRows:
+    """The slices' stat rows, appended to one set of columns (string offsets moved past the
+    blobs before them): held once, never joined from parts."""
+
+    def __init__(self) -> None:
+        self.event, self.stat = Growing(np.int32), Growing(np.int32)
+        self.kind, self.value = Growing(np.uint8), Growing(np.int64)
+        self.length = Growing(np.int32)
+        self.blob_parts: list[bytes] = []
+        self.blob_size = 0
+
+    def extend(self, part: StatRows) -> None:
+        if self.blob_size:
+            part.value[part.kind == StatKind.STR] += self.blob_size
+        for column, values in ((self.event, part.event), (self.stat, part.stat),
+                               (self.kind, part.kind), (self.value, part.value),
+                               (self.length, part.length)):
+            column.extend(values)
+        self.blob_parts.extend(part.blob_parts)
+        self.blob_size += part.blob_size
+
+    def result(self) -> StatRows:
+        return StatRows(self.event.result(), self.stat.result(), self.kind.result(),
+                        self.value.result(), self.length.result(), self.blob_parts,
+                        self.blob_size)
 
 
 def _thread_names(meta: list[dict]) -> dict[tuple[object, object], str]:
@@ -456,8 +460,8 @@ class StatRows:
     """Stat rows of the events, any order: event, stat name code, kind, raw value (string
     rows: offset into `blob`, with `length`)."""
 
-    event: np.ndarray  # int64
-    stat: np.ndarray  # int64 codes into the decoder's stat names
+    event: np.ndarray  # int32 (a trace within the size cap holds fewer than 2^31 events)
+    stat: np.ndarray  # int32 codes into the decoder's stat names
     kind: np.ndarray  # uint8 StatKind
     value: np.ndarray  # int64
     length: np.ndarray  # int32
@@ -466,19 +470,14 @@ class StatRows:
 
     @staticmethod
     def empty() -> StatRows:
-        z = np.zeros(0, np.int64)
-        return StatRows(z, z, np.zeros(0, np.uint8), z, np.zeros(0, np.int32), [])
+        z = np.zeros(0, np.int32)
+        return StatRows(z, z, np.zeros(0, np.uint8), np.zeros(0, np.int64), z, [])
 
     def add(self, event: np.ndarray, stat: int | np.ndarray, kind: int, value: np.ndarray,
             length: np.ndarray | None = None) -> None:
-        n = len(event)
-        self.event = np.concatenate([self.event, event.astype(np.int64)])
-        stat_column = np.full(n, stat, np.int64) if np.isscalar(stat) else stat
-        self.stat = np.concatenate([self.stat, np.asarray(stat_column, np.int64)])
-        self.kind = np.concatenate([self.kind, np.full(n, kind, np.uint8)])
-        self.value = np.concatenate([self.value, np.asarray(value, np.int64)])
-        self.length = np.concatenate(
-            [self.length, np.zeros(n, np.int32) if length is None else length.astype(np.int32)])
+        for name, values in (("event", event), ("stat", stat), ("kind", kind),
+                             ("value", value), ("length", 0 if length is None else length)):
+            _append(self.__dict__, name, values, len(event))
 
     def add_ints(self, event: np.ndarray, stat: int, values: np.ndarray) -> None:
         self.add(event, stat, StatKind.INT64, values)
@@ -495,7 +494,27 @@ class StatRows:
         self.add(event, stat, StatKind.STR, starts[codes], lengths[codes])
 
     def blob(self) -> np.ndarray:
-        return np.frombuffer(b"".join(self.blob_parts), np.uint8)
+        """The string blob (its parts joined once: held once)."""
+        if len(self.blob_parts) != 1:
+            self.blob_parts = [b"".join(self.blob_parts)]
+        return np.frombuffer(self.blob_parts[0], np.uint8)
+
+
+def _append(columns: dict, name: str, values: np.ndarray | int, count: int) -> None:
+    """`columns[name]` followed by `values` (a scalar: `count` times), in its dtype: grown in
+    place where nothing else refers to it (realloc moves a large block's pages without
+    copying them: the rows are not held twice while the derived stats are added), else
+    joined into a new column."""
+    column = columns.pop(name)  # (the only reference left, so that refcheck can pass)
+    at = len(column)
+    try:
+        column.resize(at + count, refcheck=True)
+    except ValueError:  # (a view, or referred to elsewhere)
+        joined = np.empty(at + count, column.dtype)
+        joined[:at] = column
+        column = joined
+    column[at:] = values
+    columns[name] = column
 
 
 def args_stats(args: list, stat_names: Interner) -> StatRows:

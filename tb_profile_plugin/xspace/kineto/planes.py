@@ -50,6 +50,13 @@ def build(d: DecodedEvents, doc: dict, dur_ps: np.ndarray, origin_ns: int) -> li
     position = np.empty(n, np.int64)
     position[order] = np.arange(n)
     bounds = np.searchsorted(line[order], np.arange(num_host + len(lines_of_devices) + 1))
+    # The events' columns in line order; what only placed them is dropped before the rows
+    # are sorted (the caller is the last user of `d`).
+    names = f.names.texts
+    name_sorted = f.name[order]
+    start_sorted, dur_sorted = d.start_ps[order], dur_ps[order]
+    del line, dev_keys, dev_line, dev_rows, order
+    d.drop_placement()
     # Stat names: every arg key and derived stat, then the planes' own.
     for name in [*host_stats, *[k for stats in device_stats.values() for k in stats]]:
         d.stat_names.code(name)
@@ -57,26 +64,21 @@ def build(d: DecodedEvents, doc: dict, dur_ps: np.ndarray, origin_ns: int) -> li
         ids=np.arange(1, len(d.stat_names.codes) + 1, dtype=np.int64),
         names=StringTable.from_strings(d.stat_names.texts),
         descriptions=StringTable.from_strings([""] * len(d.stat_names.codes)))
-    rows = d.rows
-    stat_order = np.argsort(position[rows.event], kind="stable")
-    stat_pos = position[rows.event][stat_order]
+    stat_pos, stat_id, kind_all, value_all, length_all = _rows_in_line_order(d.rows, position)
     stat_bounds = np.searchsorted(stat_pos, bounds)
-    blob = rows.blob()
-    names = f.names.texts
-    name_sorted = f.name[order]
+    blob = d.rows.blob()
 
     def make_line(k: int, line_id: int, display_id: int, label: str) -> Line:
+        # (a line's stats are views of the rows in line order, rewritten in place)
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         s_lo, s_hi = int(stat_bounds[k]), int(stat_bounds[k + 1])
-        sel = stat_order[s_lo:s_hi]
-        value = rows.value[sel].copy()
-        kind = rows.kind[sel]
-        length = rows.length[sel]
-        value, strings = _gather_strings(blob, kind, value, length)
-        stats = StatColumns((stat_pos[s_lo:s_hi] - lo).astype(np.int32),
-                            (rows.stat[sel] + 1).astype(np.int32), kind, value, length, strings)
+        row = stat_pos[s_lo:s_hi]
+        row -= lo
+        kind, length = kind_all[s_lo:s_hi], length_all[s_lo:s_hi]
+        value, strings = _gather_strings(blob, kind, value_all[s_lo:s_hi], length)
+        stats = StatColumns(row, stat_id[s_lo:s_hi], kind, value, length, strings)
         events = EventColumns((name_sorted[lo:hi] + 1).astype(np.int32),
-                              d.start_ps[order[lo:hi]], dur_ps[order[lo:hi]], None)
+                              start_sorted[lo:hi].copy(), dur_sorted[lo:hi].copy(), None)
         return Line(id=line_id, display_id=display_id, name=label, display_name="",
                     timestamp_ns=origin_ns, duration_ps=0, events=events, stats=stats)
 
@@ -113,6 +115,30 @@ def build(d: DecodedEvents, doc: dict, dur_ps: np.ndarray, origin_ns: int) -> li
                          stat_metadata=stat_table,
                          stats=_plane_stats(device_stats.get(gpu, {}), d.stat_names)))
     return out
+
+
+def _rows_in_line_order(rows: fl.StatRows, position: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The stat rows sorted by their event's position (stable: each event's stats in their
+    order) as the lines' columns: the position (int32), the stat id (int32), kind, value,
+    length. `rows`' columns are moved a column at a time (the rows are held about once; the
+    caller is their last user)."""
+    key = position.astype(np.int32)[rows.event]
+    rows.event = np.zeros(0, np.int32)
+    stat_order = np.argsort(key, kind="stable").astype(np.int32)  # (rows < 2^31: read.py)
+    stat_pos = key[stat_order]
+    del key
+    stat_id = rows.stat[stat_order]
+    rows.stat = np.zeros(0, np.int32)
+    stat_id += 1
+    stat_id = stat_id.astype(np.int32, copy=False)
+    kind = rows.kind[stat_order]
+    rows.kind = np.zeros(0, np.uint8)
+    value = rows.value[stat_order]
+    rows.value = np.zeros(0, np.int64)
+    length = rows.length[stat_order].astype(np.int32, copy=False)
+    rows.length = np.zeros(0, np.int32)
+    return stat_pos, stat_id, kind, value, length
 
 
 def _host_stats(doc: dict) -> dict[str, object]:

@@ -1,10 +1,11 @@
 """A Kineto file's bytes -> its JSON object and its events: gzip by magic, the size cap,
 orjson.
 
-The uncompressed text may be at most `max_bytes()` (TB_PROFILE_KINETO_MAX_BYTES, default
-2 GiB): the text is held whole while its events are parsed a slice at a time (split.py; a
-decode adds about 3 bytes of memory per byte of JSON at its peak: docs/pytorch.md
-"Figures"), so a bigger file is refused before it is inflated past the cap or parsed.
+`stream` reads the text a chunk at a time (a window of the bytes, or what gzip inflated of
+them) and parses its events a slice at a time as they come in (split.py): the inflated text
+is never held whole. The uncompressed text may be at most `max_bytes()`
+(TB_PROFILE_KINETO_MAX_BYTES, default 2 GiB): a bigger file is refused before more than the
+cap is read or inflated (docs/pytorch.md "Bounds").
 Anything that is not a Kineto trace (not gzip nor JSON, a truncated gzip stream, JSON without
 a `traceEvents` list) is UnreadableProfile with a sentence.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 import orjson
 
@@ -62,6 +64,95 @@ def inflate(data: bytes) -> bytes:
     return text
 
 
+class Stream:
+    """A trace's events a slice at a time (`slices`) and, once they have all been read, its
+    JSON object without them (`doc`)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.doc: dict = {}
+
+    def slices(self) -> Iterator[list]:
+        """The parsed slices of `traceEvents`. Reparse (after some were handed out) when the
+        text is not an object with a `traceEvents` array: the caller starts over with
+        `whole`."""
+        size = split.SLICE_BYTES  # (read here: tests lower it)
+        chunks = _chunks(self.data)
+        first = b"".join(_upto(chunks, size + 1))
+        if len(first) <= size:  # a small text: parsed whole
+            self.doc, events = parse(first)
+            yield from events
+            return
+        scanner = split.Scanner(size)
+        try:
+            for piece in scanner.slices(chain((first,), chunks)):
+                parsed = _loads(piece)
+                if not isinstance(parsed, list):  # (a slice of elements parses as a list)
+                    raise UnreadableProfile("the file's traceEvents are not a JSON list")
+                yield parsed
+                del parsed
+        except split.NotSliced:
+            raise Reparse from None
+        doc = _loads(scanner.doc)
+        if not isinstance(doc, dict) or doc.get(TRACE_EVENTS_KEY) != []:
+            raise Reparse
+        del doc[TRACE_EVENTS_KEY]
+        self.doc = doc
+
+
+class Reparse(Exception):
+    """The streamed text is not one object with a `traceEvents` array: parse it whole."""
+
+
+def whole(data: bytes) -> tuple[dict, Iterable[list]]:
+    """`parse` of the whole (inflated) text."""
+    return parse(inflate(data))
+
+
+def _chunks(data: bytes) -> Iterator[bytes | memoryview]:
+    """The JSON text a window at a time: views of `data`, or gzip inflated a window at a
+    time; the size cap and gzip's errors as `inflate`'s."""
+    cap = max_bytes()
+    window = split._WINDOW
+    if not data.startswith(GZIP_MAGIC):
+        if len(data) > cap:
+            raise _too_big("holds")
+        view = memoryview(data)
+        for lo in range(0, len(data), window):
+            yield view[lo : lo + window]
+        return
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    pending: bytes | memoryview = data
+    total = 0
+    while not inflater.eof:
+        try:
+            text = inflater.decompress(pending, window)
+        except zlib.error as exc:
+            raise UnreadableProfile(
+                f"the file starts like gzip but does not inflate ({exc}): it is damaged or "
+                "not a .pt.trace.json.gz written by PyTorch") from None
+        pending = inflater.unconsumed_tail
+        total += len(text)
+        if total > cap:
+            raise _too_big("inflates to")
+        if not text and not pending:
+            raise UnreadableProfile(
+                f"the gzip stream is truncated (it ends after {total:,} bytes of JSON): the "
+                "trace was not written to the end; capture it again")
+        if text:
+            yield text
+
+
+def _upto(chunks: Iterator[bytes | memoryview], size: int) -> Iterator[bytes | memoryview]:
+    """Chunks from `chunks` until they hold `size` bytes or more (or none is left)."""
+    held = 0
+    for chunk in chunks:
+        yield chunk
+        held += len(chunk)
+        if held >= size:
+            return
+
+
 def parse(text: bytes) -> tuple[dict, Iterable[list]]:
     """(the JSON object without its events, the `traceEvents` list in slices, each parsed
     when the caller asks for it). A text over `split.SLICE_BYTES` is parsed a slice of events
@@ -92,7 +183,7 @@ def parse(text: bytes) -> tuple[dict, Iterable[list]]:
     return doc, [events]
 
 
-def _loads(text: bytes) -> object:
+def _loads(text: bytes | memoryview) -> object:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:

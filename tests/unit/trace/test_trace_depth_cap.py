@@ -42,9 +42,10 @@ def test_a_stack_over_the_cap_is_a_422_naming_the_thread() -> None:
 
 
 def test_the_whole_profile_window_filters_a_deep_zero_length_stack() -> None:
-    """At the cap, `MAX_TRACK_DEPTH` + 1 events in one column of one thread: the default window (1600 px over
-    the whole profile) returns the first `MAX_FILTERED_DEPTH` levels below the step and the
-    step itself, and counts the rest in filtered_events; resolution 0 returns every one."""
+    """At the cap, `MAX_TRACK_DEPTH` + 1 events in one column of one thread: the default window
+    (1600 px over the whole profile) returns the first `MAX_FILTERED_DEPTH` levels below the
+    step and the step itself, and counts the rest in filtered_events; resolution 0 returns
+    every one."""
     from tb_profile_plugin.trace import window
 
     index = trace_index.build_index(decode_xspace(_zero_length_stack(

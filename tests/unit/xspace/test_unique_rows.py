@@ -68,3 +68,25 @@ def test_unique_ints_tables_a_dense_range() -> None:
     assert np.array_equal(unique, expected[0])
     assert np.array_equal(first, expected[1])
     assert np.array_equal(inverse, expected[2])
+
+
+def test_sparse_code_rows_are_joined_by_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code columns whose ranges multiply past the table (text codes numbered profile-wide, as
+    the kernel table's five columns at 10M events) but with few distinct rows: joined column by
+    column through ranks, never numpy's sort of a sparse key, and numpy's answer."""
+    from tb_profile_plugin.xspace import unique_rows as module
+
+    sorts: list[int] = []
+    real = module._np_unique
+    monkeypatch.setattr(module, "_np_unique",
+                        lambda v, *a: sorts.append(len(v)) or real(v, *a))  # type: ignore[func-returns-value]
+    rng = np.random.default_rng(31)
+    pool = np.stack([rng.integers(-1, 3000, 40) for _ in range(5)], axis=1)
+    rows = pool[rng.integers(0, len(pool), 20_000)]
+    assert float(np.prod(np.ptp(rows, axis=0) + 1.0)) > 2 * len(rows) + 1024  # past one table
+    unique, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    got_unique, got_first, got_inverse = unique_rows(rows, return_index=True)
+    assert np.array_equal(got_unique, unique)
+    assert np.array_equal(got_first, first)
+    assert np.array_equal(got_inverse, inverse.reshape(-1))
+    assert sorts == []  # every unique of the join was a table of a dense range
