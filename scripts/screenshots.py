@@ -45,6 +45,12 @@ SHOTS = (
     ("overview_jax_nvidia", "jax_nvidia_train", "overview_page"),
     ("kernel_stats_jax_nvidia", "jax_nvidia_train", "kernel_stats"),
     ("trace_viewer_jax_nvidia", "jax_nvidia_train", "trace_viewer"),
+    # Real PyTorch 2.13 traces (`*.pt.trace.json`): steps, DataLoader, memory; two gloo ranks.
+    ("overview_pytorch", "pytorch_cpu_train", "overview_page"),
+    ("operators_pytorch", "pytorch_cpu_train", "tensorflow_stats"),
+    ("memory_profile_pytorch", "pytorch_cpu_train", "memory_profile"),
+    ("pod_viewer_pytorch", "pytorch_gloo_2ranks", "pod_viewer"),
+    ("trace_viewer_pytorch", "pytorch_gloo_2ranks", "trace_viewer"),
 )
 CAPTURES = sorted({capture for _, capture, _ in SHOTS} | {"tfdata_parallel"})
 

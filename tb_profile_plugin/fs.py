@@ -17,10 +17,11 @@ every call) with the modification time it gives. A local file that cannot be rea
 (permissions) has the fingerprint `unreadable`, so fixing its permissions (a new ctime) gives a
 new identity.
 
-Profile files are read only when they are regular files (after resolving links) of at most
-`TB_PROFILE_MAX_FILE_BYTES` bytes (default 4 GiB): a FIFO, a device (`/dev/zero`), a socket or
-a directory is refused from its `stat`, before anything opens it, and the open itself is
-non-blocking and checked again (`fstat`), so nothing here can hang or read without end.
+Profile files are read (whole, `read_bytes`, or a chunk at a time, `LocalFile`) only when they
+are regular files (after resolving links) of at most `TB_PROFILE_MAX_FILE_BYTES` bytes
+(default 4 GiB): a FIFO, a device (`/dev/zero`), a socket or a directory is refused from its
+`stat`, before anything opens it, and the open itself is non-blocking and checked again
+(`fstat`), so nothing here can hang or read without end.
 Symbolic links are followed only inside the logdir unless `TB_PROFILE_FOLLOW_LINKS=1`
 (`follow_links`, applied by logdir.py).
 """
@@ -297,28 +298,69 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
             data = handle.read(limit + 1)
         check_size(len(data), limit)
         return data
-    info = os.stat(path)  # refuse before opening: opening a FIFO or a device can block
-    _check_regular(info)
-    check_size(info.st_size, limit)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(
-        os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        opened = os.fstat(fd)  # the path may have been swapped since the stat
-        _check_regular(opened)
-        check_size(opened.st_size, limit)
-        with os.fdopen(fd, "rb", buffering=0, closefd=False) as handle:
-            data = handle.read(opened.st_size) if opened.st_size else b""
+    with LocalFile(path, limit) as local:
+        return local.read_all()
+
+
+class LocalFile:
+    """A local regular file opened with `read_bytes`' checks (its `stat` before the open, a
+    non-blocking open, its `fstat` after), read whole (`read_all`) or a chunk at a time
+    (`chunks`, as often as asked: each starts over), never past `limit`. Use it in a `with`."""
+
+    def __init__(self, path: str, limit: int | None = None) -> None:
+        self.limit = max_file_bytes() if limit is None else limit
+        info = os.stat(path)  # refuse before opening: opening a FIFO or a device can block
+        _check_regular(info)
+        check_size(info.st_size, self.limit)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | (
+            getattr(os, "O_CLOEXEC", 0))
+        self.fd = os.open(path, flags)
+        try:
+            opened = os.fstat(self.fd)  # the path may have been swapped since the stat
+            _check_regular(opened)
+            check_size(opened.st_size, self.limit)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.size_bytes = opened.st_size
+
+    def __enter__(self) -> LocalFile:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def head(self, size: int) -> bytes:
+        """The file's first `size` bytes (fewer when it is shorter)."""
+        return os.pread(self.fd, size, 0)
+
+    def read_all(self) -> bytes:
+        """The whole file (read on if it grew since it was opened, never past the limit)."""
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        with os.fdopen(self.fd, "rb", buffering=0, closefd=False) as handle:
+            data = handle.read(self.size_bytes) if self.size_bytes else b""
             data = data or b""
             more = []  # the file grew while being read: read on, never past the limit
             total = len(data)
-            while chunk := handle.read(min(_READ_CHUNK_BYTES, limit + 1 - total)):
+            while chunk := handle.read(min(_READ_CHUNK_BYTES, self.limit + 1 - total)):
                 more.append(chunk)
                 total += len(chunk)
-                check_size(total, limit)
+                check_size(total, self.limit)
         return data + b"".join(more) if more else data
-    finally:
-        os.close(fd)
+
+    def chunks(self, size: int) -> Iterator[bytes]:
+        """The file from its start, `size` bytes at a time (the last shorter), to its end as
+        it is then (read on if it grew), never past the limit (FileRefused)."""
+        total = 0
+        while chunk := os.pread(self.fd, min(size, self.limit + 1 - total), total):
+            total += len(chunk)
+            check_size(total, self.limit)
+            yield chunk
 
 
 def write_bytes(path: str, data: bytes) -> None:

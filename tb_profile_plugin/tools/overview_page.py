@@ -134,7 +134,8 @@ def build(request: ViewRequest) -> dict[str, Any]:
         input_percent=v.input_percent,
         all_others_percent=v.all_others_percent,
         bottleneck=bottleneck_json(v),
-        **_verdict_basis(v, len(steps), analysis.has_tf_data, tf_data),
+        **_verdict_basis(v, len(steps), analysis.has_tf_data, tf_data,
+                         analysis.pytorch is not None),
         device_compute_precision={
             "percent_16bit": 100.0 * analysis.ops.compute_16bit_ps / precision_total
             if precision_total else 0.0,
@@ -171,9 +172,9 @@ def _tf_data_verdict(request: ViewRequest, has_tf_data: bool) -> TfDataVerdict |
 
 
 def _verdict_basis(v: Verdict, num_steps: int, has_tf_data: bool,
-                   tf_data: TfDataVerdict | None) -> dict[str, Any]:
+                   tf_data: TfDataVerdict | None, pytorch: bool) -> dict[str, Any]:
     """`verdict_basis` and `verdict_other_view` (analysis/advice/verdict_basis.py)."""
-    basis, other = overview_basis(v, num_steps, has_tf_data, tf_data)
+    basis, other = overview_basis(v, num_steps, has_tf_data, tf_data, pytorch)
     return {"verdict_basis": basis, "verdict_other_view": other}
 
 

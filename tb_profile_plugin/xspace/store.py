@@ -23,9 +23,11 @@ it (a rewrite, a chmod: its ctime) reads it again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +38,7 @@ from tb_profile_plugin.xspace.cache import lazy as cache_lazy
 from tb_profile_plugin.xspace.decode import Outline, decode_xspace, outline_xspace
 from tb_profile_plugin.xspace.kineto import KINETO_FORMAT_VERSION, decode_kineto
 from tb_profile_plugin.xspace.kineto import outline as kineto_outline
+from tb_profile_plugin.xspace.kineto.read import GZIP_MAGIC, Source
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers.pytorch import is_kineto_file
 
@@ -113,16 +116,21 @@ def disk_key(path: str, identity: fs.Identity | None = None) -> str:
                            f"{identity.inode}:{identity.ctime_ns}:{identity.fingerprint}{kineto}")
 
 
-def decode_profile_bytes(path: str, data: bytes) -> Profile:
-    """The file's bytes decoded by the decoder its name asks for: a PyTorch trace
-    (`*.pt.trace.json[.gz]`, xspace/kineto/) or an XSpace."""
-    return decode_kineto(data) if is_kineto_file(path) else decode_xspace(data)
+def decode_profile_bytes(path: str, data: bytes | Source) -> Profile:
+    """The file's bytes (or, a plain PyTorch trace, its open file: `open_profile`) decoded by
+    the decoder its name asks for: a PyTorch trace (`*.pt.trace.json[.gz]`, xspace/kineto/)
+    or an XSpace."""
+    if is_kineto_file(path):
+        return decode_kineto(data)
+    assert isinstance(data, bytes)  # (open_profile opens only a PyTorch trace)
+    return decode_xspace(data)
 
 
-def outline_profile(path: str, data: bytes) -> Outline:
+def outline_profile(path: str, data: bytes | Source) -> Outline:
     """`outline_xspace` of an XSpace; a PyTorch trace has no cheaper outline than its decode,
     which is kept in the disk cache for the analysis that opens it next."""
     if not is_kineto_file(path):
+        assert isinstance(data, bytes)  # (open_profile opens only a PyTorch trace)
         return outline_xspace(data)
     profile = decode_kineto(data)
     cache.save_later(profile, disk_key(path), None)
@@ -139,12 +147,46 @@ def read_profile_bytes(path: str) -> bytes:
     limit), or NotFound / UnreadableProfile naming the file, never the server's directories.
     A local file with holes, or an XSpace that does not start like one, is refused before it
     is read (xspace/file_check.py: Undecodable)."""
+    _check_local(path)
+    with _reading(path):
+        return fs.read_bytes(path)
+
+
+@contextlib.contextmanager
+def open_profile(path: str) -> Iterator[bytes | Source]:
+    """What the decoders read of the profile file at `path`, with `read_profile_bytes`' checks
+    and errors: its bytes, except a local plain (not gzip) PyTorch trace, which is opened
+    (`fs.LocalFile`: the same checks, before anything is read) and read a chunk at a time by
+    the decoder (read.py), so the file is never held whole (docs/pytorch.md "Bounds"). A
+    reading error inside the `with` (an OSError) is NotFound / UnreadableProfile as there."""
+    if fs.is_remote(path) or not is_kineto_file(path):
+        yield read_profile_bytes(path)
+        return
+    _check_local(path)
+    with _reading(path):
+        local = fs.LocalFile(path)
+        try:
+            if local.head(len(GZIP_MAGIC)) != GZIP_MAGIC:
+                yield local
+                return
+            data = local.read_all()  # (gzip: small on disk, read whole)
+        finally:
+            local.close()
+        yield data
+
+
+def _check_local(path: str) -> None:
     try:
         file_check.check_local(path)
     except UnreadableProfile as exc:
         raise Undecodable(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _reading(path: str) -> Iterator[None]:
+    """A reading error (OSError) as NotFound / UnreadableProfile naming the file only."""
     try:
-        return fs.read_bytes(path)
+        yield
     except FileNotFoundError as exc:
         raise NotFound(_gone(path)) from exc
     except OSError as exc:
@@ -263,14 +305,14 @@ class ProfileStore:
 
     def _decode(self, path: str, key: str) -> Profile:
         """The file decoded, and its cache entry written off the request's path."""
-        data = read_profile_bytes(path)
-        try:
-            profile = decode_profile_bytes(path, data)
-        except UnreadableProfile as exc:
-            raise Undecodable(f"{fs.basename(path)}: {exc}") from exc
+        with open_profile(path) as data:  # (its reading errors: not Undecodable)
+            try:
+                profile = decode_profile_bytes(path, data)
+            except UnreadableProfile as exc:
+                raise Undecodable(f"{fs.basename(path)}: {exc}") from exc
+            del data
         with self._lock:
             self.decode_count += 1
-        del data
         cache.save_later(profile, key, self._disk_cache_dir)  # not on the request's path
         return profile
 

@@ -56,6 +56,10 @@ def test_train_is_dataloader_bound_with_workers(server: Server) -> None:
     assert [s["step_time_ms"] for s in doc["steps"]] == pytest.approx([42.42, 6.67, 63.34],
                                                                       abs=0.01)
     assert doc["bottleneck"]["headline"] == "Bounded by input (88.6 %)"
+    # What the verdict measured, in PyTorch's terms (no TensorFlow op names on a PyTorch run).
+    assert doc["verdict_basis"].startswith("Measured as the share of step time spent waiting "
+                                           "for input (the DataLoader's __next__ in each step")
+    assert "IteratorGetNext" not in doc["verdict_basis"]
     (advice,) = [a for a in doc["advice"] if a["key"] == "dataloader"]
     # num_workers=2 already (_MultiProcessingDataLoaderIter): more workers, not "use workers";
     # a CPU-only run is never told to pin memory.

@@ -127,19 +127,25 @@ def _agrees(a: bool | None, b: bool | None) -> bool | None:
 
 _OVERVIEW_MEASURE = ("the share of step time spent waiting for input (host-side "
                      "IteratorGetNext, host-to-device copies, the device waiting for the host)")
+#: The same measure in PyTorch's terms (analysis/pytorch/: the DataLoader's `__next__`).
+_PYTORCH_OVERVIEW_MEASURE = ("the share of step time spent waiting for input (the DataLoader's "
+                             "__next__ in each step, host-to-device copies)")
 _TF_DATA_MEASURE = "the latency of each input pipeline call"
 
 
 def overview_basis(v: Verdict, num_steps: int, has_tf_data: bool,
-                   tf_data: TfDataVerdict | None) -> tuple[str, dict[str, Any] | None]:
+                   tf_data: TfDataVerdict | None,
+                   pytorch: bool = False) -> tuple[str, dict[str, Any] | None]:
     """`verdict_basis` and `verdict_other_view` of the overview. `tf_data` is the tf.data
     view's verdict where it was computed (one host with a host pipeline call), else None;
-    without tf.data events there is no other view (None)."""
+    without tf.data events there is no other view (None). `pytorch`: the measure is named in
+    PyTorch's terms."""
     ours = overview_input_bound(v.input_bound)
+    measure = _PYTORCH_OVERVIEW_MEASURE if pytorch else _OVERVIEW_MEASURE
     if ours is None:
-        text = f"Measured as {_OVERVIEW_MEASURE}, but no steps were found, so none was measured."
+        text = f"Measured as {measure}, but no steps were found, so none was measured."
     else:
-        text = (f"Measured as {_OVERVIEW_MEASURE}: {v.input_percent:.1f} % over "
+        text = (f"Measured as {measure}: {v.input_percent:.1f} % over "
                 f"{_steps(num_steps)}; {MODERATELY_INPUT_BOUND_PERCENT:g} % or more is "
                 f"input-bound, {HIGHLY_INPUT_BOUND_PERCENT:g} % or more highly.")
     if not has_tf_data:

@@ -70,14 +70,14 @@ def host_facts_file(path: str) -> HostFacts:
     executor's workers). On a 1M-event host that is 0.03 s instead of a decode and a disk-cache
     write (0.3 + 0.27 s); the analysis that follows decodes the host once, in its worker. A
     fault inside an event is found by that decode and reported for that host there."""
-    from tb_profile_plugin.xspace.store import outline_profile, read_profile_bytes
+    from tb_profile_plugin.xspace.store import open_profile, outline_profile
 
     try:
-        data = read_profile_bytes(path)
-        try:
-            outline = outline_profile(path, data)  # (a PyTorch trace: its decode)
-        except UnreadableProfile as exc:
-            raise UnreadableProfile(f"{fs.basename(path)}: {exc}") from exc
+        with open_profile(path) as data:  # (a plain PyTorch trace: read as it is decoded)
+            try:
+                outline = outline_profile(path, data)  # (a PyTorch trace: its decode)
+            except UnreadableProfile as exc:
+                raise UnreadableProfile(f"{fs.basename(path)}: {exc}") from exc
     except (UnreadableProfile, NotFound) as exc:
         return unreadable_facts(exc)
     return _facts((plane.name for plane in outline.planes),

@@ -26,9 +26,10 @@ from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import pytorch as pt
 
 
-def decode_kineto(data: bytes) -> Profile:
-    """The profile of one Kineto trace (bytes, gzip or not). UnreadableProfile for anything
-    that is not one, or is over the size cap (read.py).
+def decode_kineto(data: bytes | read.Source) -> Profile:
+    """The profile of one Kineto trace (bytes, gzip or not; or a plain trace's open file,
+    read.py `Source`, read a chunk at a time). UnreadableProfile for anything that is not one,
+    or is over the size cap (read.py); a `Source`'s reading errors are its own (OSError).
 
     The cyclic garbage collector is paused meanwhile (where it ran): parsing creates millions
     of dicts and lists, none in a cycle, and each collection would walk all of them (a third
@@ -43,7 +44,7 @@ def decode_kineto(data: bytes) -> Profile:
             gc.enable()
 
 
-def _decode(data: bytes) -> Profile:
+def _decode(data: bytes | read.Source) -> Profile:
     stream = read.Stream(data)
     try:
         stat_names = fl.Interner()

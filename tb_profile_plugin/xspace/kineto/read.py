@@ -3,7 +3,9 @@ orjson.
 
 `stream` reads the text a chunk at a time (a window of the bytes, or what gzip inflated of
 them) and parses its events a slice at a time as they come in (split.py): the inflated text
-is never held whole. The uncompressed text may be at most `max_bytes()`
+is never held whole. A plain trace may also come as a `Source` (an open file: store.py passes
+`fs.LocalFile`), read a chunk at a time, so the file's bytes are not held whole either. The
+uncompressed text may be at most `max_bytes()`
 (TB_PROFILE_KINETO_MAX_BYTES, default 2 GiB): a bigger file is refused before more than the
 cap is read or inflated (docs/pytorch.md "Bounds").
 Anything that is not a Kineto trace (not gzip nor JSON, a truncated gzip stream, JSON without
@@ -16,6 +18,7 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator
 from itertools import chain
+from typing import Protocol
 
 import orjson
 
@@ -64,11 +67,23 @@ def inflate(data: bytes) -> bytes:
     return text
 
 
+class Source(Protocol):
+    """A plain (not gzip) trace's text in a file opened once (fs.LocalFile): its size when
+    opened, read from its start a chunk at a time (`chunks`, as often as asked) or whole
+    (`read_all`: the `Reparse` fallback). Its reading errors are OSError (the caller's)."""
+
+    size_bytes: int
+
+    def chunks(self, size: int) -> Iterator[bytes]: ...
+
+    def read_all(self) -> bytes: ...
+
+
 class Stream:
     """A trace's events a slice at a time (`slices`) and, once they have all been read, its
     JSON object without them (`doc`)."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | Source) -> None:
         self.data = data
         self.doc: dict = {}
 
@@ -104,16 +119,31 @@ class Reparse(Exception):
     """The streamed text is not one object with a `traceEvents` array: parse it whole."""
 
 
-def whole(data: bytes) -> tuple[dict, Iterable[list]]:
-    """`parse` of the whole (inflated) text."""
+def whole(data: bytes | Source) -> tuple[dict, Iterable[list]]:
+    """`parse` of the whole (inflated) text; a `Source` is read whole again (within the cap)."""
+    if not isinstance(data, (bytes, bytearray)):
+        if data.size_bytes > max_bytes():
+            raise _too_big("holds")
+        data = data.read_all()
     return parse(inflate(data))
 
 
-def _chunks(data: bytes) -> Iterator[bytes | memoryview]:
-    """The JSON text a window at a time: views of `data`, or gzip inflated a window at a
-    time; the size cap and gzip's errors as `inflate`'s."""
+def _chunks(data: bytes | Source) -> Iterator[bytes | memoryview]:
+    """The JSON text a window at a time: views of `data`, chunks read from a `Source`, or
+    gzip inflated a window at a time; the size cap and gzip's errors as `inflate`'s (a
+    `Source` over the cap is refused before it is read, or once it grew past it)."""
     cap = max_bytes()
     window = split._WINDOW
+    if not isinstance(data, (bytes, bytearray)):
+        if data.size_bytes > cap:
+            raise _too_big("holds")
+        total = 0
+        for chunk in data.chunks(min(window, cap + 1)):
+            total += len(chunk)
+            if total > cap:
+                raise _too_big("holds")
+            yield chunk
+        return
     if not data.startswith(GZIP_MAGIC):
         if len(data) > cap:
             raise _too_big("holds")
