@@ -50,20 +50,10 @@ _GOLDEN = 0x9E3779B97F4A7C15
 _GAP_PS = 10**9  # 1 ms between copies in time
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    from tb_profile_plugin.trace import wire  # (imported where used, as the pb classes are)
+
+    return wire.key(number, wire.LEN) + wire.varint(len(payload)) + payload
 
 
 def _source_file(name: str) -> Path:

@@ -186,11 +186,15 @@ def _digest(head: bytes, tail: bytes, size_bytes: int) -> str:
     return hasher.hexdigest()
 
 
+#: How a local file is opened to be read: never blocking (a FIFO swapped in), never becoming
+#: the controlling terminal, not inherited by child processes.
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(
+    os, "O_CLOEXEC", 0)
+
+
 def _local_fingerprint(path: str, size_bytes: int) -> str:
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(
-        os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, READ_FLAGS)
     except OSError:
         return UNREADABLE
     try:
@@ -312,9 +316,7 @@ class LocalFile:
         info = os.stat(path)  # refuse before opening: opening a FIFO or a device can block
         _check_regular(info)
         check_size(info.st_size, self.limit)
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | (
-            getattr(os, "O_CLOEXEC", 0))
-        self.fd = os.open(path, flags)
+        self.fd = os.open(path, READ_FLAGS)
         try:
             opened = os.fstat(self.fd)  # the path may have been swapped since the stat
             _check_regular(opened)

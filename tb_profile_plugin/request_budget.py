@@ -229,10 +229,5 @@ def bounded(seconds: float, client: socket.socket | None = None,
     """Runs the block under a budget (see the module docstring); `probe` is the interim
     response written to tell a half-closed client from a departed one (`INTERIM_RESPONSE` for
     HTTP/1.1 requests, b"" else)."""
-    budget = Budget(seconds, client, what, probe)
-    token = _current.set(budget)
-    try:
-        with _exits():
-            yield budget
-    finally:
-        _current.reset(token)
+    with bounded_by(Budget(seconds, client, what, probe)) as budget:
+        yield budget

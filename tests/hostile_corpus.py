@@ -80,6 +80,21 @@ def _busy_lines(space: xplane_pb2.XSpace) -> list[xplane_pb2.XLine]:
     return [line for plane in space.planes for line in plane.lines if line.events]
 
 
+def played_again(copies: int) -> Callable[[xplane_pb2.XSpace], None]:
+    """A change for `_mutate`: every busy thread played again `copies - 1` times in a row after
+    the capture's end (a real capture made longer in time)."""
+    def change(space: xplane_pb2.XSpace) -> None:
+        for line in _busy_lines(space):
+            events = list(line.events)
+            span = max(e.offset_ps + e.duration_ps for e in events) + 1
+            for copy in range(1, copies):
+                for event in events:
+                    added = line.events.add()
+                    added.CopyFrom(event)
+                    added.offset_ps = event.offset_ps + copy * span
+    return change
+
+
 def _truncation_offsets(size: int, count: int, rng: random.Random) -> list[int]:
     fixed = [0, 1, 2, 3, 5, 8, 13, 64, 255, 256, 1024, size // 2, size - 2, size - 1]
     spread = sorted(rng.randrange(1, size) for _ in range(count - len(fixed)))

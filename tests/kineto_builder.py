@@ -497,3 +497,24 @@ def gpu_training_step_trace(variant: str = "2.x", *, rank: int | None = None,
             t.memory(t0 + 105, 4096, addr=0)
             t.memory(t0 + 850, -4096, addr=0)
     return t
+
+
+def many_steps_trace_bytes(steps: int) -> bytes:
+    """A long 2.x trace for streaming and memory tests, written with Kineto's ``indent=1``
+    (/tmp/ktest/mkbig.py's layout, docs/pytorch.md "Figures"): per step ``s`` at
+    ``t0 = 1000 * s`` 8 ops, each with a nested op, a launch, its kernel and two ``[memory]``
+    events."""
+    t = KinetoTrace(rank=0, world_size=1)
+    for s in range(steps):
+        t0 = 1000.0 * s
+        t.profiler_step(s, t0, 900.0, gpu_ts=t0 + 100, gpu_dur=850.0)
+        for k in range(8):
+            a = t0 + 10 + 100 * k
+            t.cpu_op("aten::linear", a, 90.0, input_dims=[[32, 64], [64, 32], [32]])
+            inner = t.cpu_op("aten::addmm", a + 5, 60.0, input_dims=[[32], [32, 64], [64, 32]])
+            t.launch_kernel(inner, "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n", launch_ts=a + 10,
+                            launch_dur=5.0, kernel_ts=a + 20, kernel_dur=50.0)
+            address = 0x7F0000000000 + k * 0x1000
+            t.memory(a + 8, 4096, addr=address, total_allocated=4096, total_reserved=1 << 24)
+            t.memory(a + 80, -4096, addr=address, total_allocated=0, total_reserved=1 << 24)
+    return json.dumps(t.to_dict(), indent=1).encode()

@@ -60,10 +60,8 @@ def check_local(path: str) -> None:
     reader."""
     if fs.is_remote(path):
         return
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(
-        os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, fs.READ_FLAGS)
     except OSError:
         return  # the reader says why
     try:

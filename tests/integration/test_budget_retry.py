@@ -10,24 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tb_profile_plugin.xspace.pb import xplane_pb2
-from tests.hostile_corpus import _busy_lines, _mutate
+from tests.hostile_corpus import _mutate, played_again
 from tests.integration.conftest import bad_session
 
 COPIES = 700  # custom_loop's 1,445 events, 700 times: ~1M events, ~0.1 s of decode alone
 BUDGET_S = 0.05
-
-
-def _longer(space: xplane_pb2.XSpace) -> None:
-    """Every busy thread played again `COPIES - 1` times after the capture's end."""
-    for line in _busy_lines(space):
-        events = list(line.events)
-        span = max(e.offset_ps + e.duration_ps for e in events) + 1
-        for copy in range(1, COPIES):
-            for event in events:
-                added = line.events.add()
-                added.CopyFrom(event)
-                added.offset_ps = event.offset_ps + copy * span
 
 
 def test_asking_again_after_a_503_continues_and_answers(
@@ -40,7 +27,7 @@ def test_asking_again_after_a_503_continues_and_answers(
 
     monkeypatch.setenv(cache.CACHE_DIR_ENV, "off")
     monkeypatch.setenv("TB_PROFILE_REQUEST_SECONDS", str(BUDGET_S))
-    bad_session(tmp_path, "long", {"h.xplane.pb": _mutate("custom_loop", _longer)
+    bad_session(tmp_path, "long", {"h.xplane.pb": _mutate("custom_loop", played_again(COPIES))
                                    .SerializeToString()})
     plugin = ProfilePlugin(base_plugin.TBContext(logdir=str(tmp_path)))
     data = Client(plugin.get_plugin_apps()["/data"])

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_profile_plugin.xspace.pb import xplane_pb2
-from tests.hostile_corpus import _busy_lines, _mutate, base_bytes
+from tests.hostile_corpus import _mutate, base_bytes, played_again
 from tests.integration.conftest import Server, bad_session, start_tensorboard, stop
 
 pytestmark = pytest.mark.soak
@@ -29,17 +28,6 @@ TREND_MARGIN_BYTES = 40 << 20
 COPIES = 300  # custom_loop's threads played 300 times in a row: ~430k events
 RUNS = {"small_a": "jax_nvidia_device_bound", "small_b": "tfdata_map_parallel"}
 VIEWS = ("trace_viewer", "overview_page")
-
-
-def _longer(space: xplane_pb2.XSpace) -> None:
-    for line in _busy_lines(space):
-        events = list(line.events)
-        span = max(e.offset_ps + e.duration_ps for e in events) + 1
-        for copy in range(1, COPIES):
-            for event in events:
-                added = line.events.add()
-                added.CopyFrom(event)
-                added.offset_ps = event.offset_ps + copy * span
 
 
 def _status_bytes(pid: int, field: str) -> int:
@@ -67,7 +55,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("soak") / "logdir"
     for run, capture in RUNS.items():
         bad_session(root, run, {"h.xplane.pb": base_bytes(capture)})
-    bad_session(root, "longer", {"h.xplane.pb": _mutate("custom_loop", _longer)
+    bad_session(root, "longer", {"h.xplane.pb": _mutate("custom_loop", played_again(COPIES))
                                  .SerializeToString()})
     running = start_tensorboard(root, tmp_path_factory.mktemp("tb_soak"), env={
         "TB_PROFILE_MEMORY_CACHE_BYTES": str(BOUND_BYTES), "TB_PROFILE_CACHE_DIR": "off"})

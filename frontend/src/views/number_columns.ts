@@ -1,10 +1,11 @@
 /**
- * Numeric table columns shared by the per-function tables (jitted functions, tf.functions):
- * a row field shown as milliseconds (3 decimals), a count, or a fraction as a percentage.
+ * Numeric table columns shared by the per-function tables (jitted functions, tf.functions) and
+ * the PyTorch tables: a row field shown as milliseconds (3 decimals), microseconds (1 decimal),
+ * a count, a fraction as a percentage, or a percentage (1 decimal).
  * Widths are the content's (components/data_table.tsx).
  */
 import type { Column } from "../components/data_table";
-import { formatCount, formatFraction, formatMs } from "./format";
+import { formatCount, formatFraction, formatMs, formatPercent, formatUs } from "./format";
 
 /** The keys of `Row` whose values are numbers (or null where unknown). */
 export type NumberKey<Row> = {
@@ -26,6 +27,10 @@ export function msColumn<Row>(key: NumberKey<Row>, label: string, title: string)
   return numberColumn(key, label, title, formatMs);
 }
 
+export function usColumn<Row>(key: NumberKey<Row>, label: string, title: string): Column<Row> {
+  return numberColumn(key, label, title, formatUs);
+}
+
 export function countColumn<Row>(key: NumberKey<Row>, label: string, title: string): Column<Row> {
   return numberColumn(key, label, title, formatCount);
 }
@@ -36,4 +41,12 @@ export function fractionColumn<Row>(
   title: string,
 ): Column<Row> {
   return numberColumn(key, label, title, formatFraction);
+}
+
+export function percentColumn<Row>(
+  key: NumberKey<Row>,
+  label: string,
+  title: string,
+): Column<Row> {
+  return numberColumn(key, label, title, formatPercent);
 }

@@ -13,8 +13,8 @@
  * pytorch-shape-row-<column>) and pytorch-shapes-csv; pytorch-shapes-none (no shapes table).
  */
 import { DataTable, type Column, type Filter } from "../components/data_table";
-import { formatUs, list, num, record, str } from "./format";
-import { countColumn, fractionColumn, type NumberKey } from "./number_columns";
+import { list, num, record, str } from "./format";
+import { countColumn, fractionColumn, usColumn } from "./number_columns";
 import { CsvLink, type DocSectionProps, Section } from "./widgets";
 
 export interface PytorchOpRow {
@@ -63,11 +63,6 @@ function shapesOf(value: unknown): readonly ShapeRow[] {
   });
 }
 
-function usColumn<Row>(key: NumberKey<Row>, label: string, title: string): Column<Row> {
-  const read = (row: Row): number | null => row[key] as number | null;
-  return { key, label, title, value: read, render: (row) => formatUs(read(row)), numeric: true };
-}
-
 const OP_COLUMNS: readonly Column<PytorchOpRow>[] = [
   { key: "op_name", label: "Operator", value: (row) => row.op_name, ellipsis: true },
   countColumn<PytorchOpRow>("calls", "Calls", "How many times the operator ran"),
@@ -98,13 +93,12 @@ const SHAPE_COLUMNS: readonly Column<ShapeRow>[] = [
   usColumn<ShapeRow>("self_time_us", "Self µs", "Host self time (µs)"),
 ];
 
-const OP_FILTERS: readonly Filter<PytorchOpRow>[] = [
-  { key: "op_name", label: "Filter by operator", text: (row) => row.op_name },
-];
+function opNameFilters<Row extends { readonly op_name: string }>(): readonly Filter<Row>[] {
+  return [{ key: "op_name", label: "Filter by operator", text: (row) => row.op_name }];
+}
 
-const SHAPE_FILTERS: readonly Filter<ShapeRow>[] = [
-  { key: "op_name", label: "Filter by operator", text: (row) => row.op_name },
-];
+const OP_FILTERS = opNameFilters<PytorchOpRow>();
+const SHAPE_FILTERS = opNameFilters<ShapeRow>();
 
 export function PytorchOpTables({ doc, run, view, host }: DocSectionProps) {
   if (!Array.isArray(doc["pytorch_ops"])) return null;

@@ -14,7 +14,7 @@
  */
 import { DataTable, type Column } from "../components/data_table";
 import { bool, formatMs, formatPercent, list, num, record, str } from "./format";
-import { countColumn, msColumn } from "./number_columns";
+import { countColumn, msColumn, type NumberKey, percentColumn } from "./number_columns";
 import { Figure, Section } from "./widgets";
 
 export interface RankRow {
@@ -98,22 +98,16 @@ function rankText(rank: number | null): string {
   return rank === null ? "—" : String(rank);
 }
 
+/** A rank or world size: "—" where the trace states none. */
+function statedColumn<Row>(key: NumberKey<Row>, label: string): Column<Row> {
+  const read = (row: Row): number | null => row[key] as number | null;
+  return { key, label, value: read, render: (row) => rankText(read(row)), numeric: true };
+}
+
 const RANK_COLUMNS: readonly Column<RankRow>[] = [
   { key: "host", label: "Host", value: (row) => row.host, ellipsis: true, width: "7em" },
-  {
-    key: "rank",
-    label: "Rank",
-    value: (row) => row.rank,
-    render: (row) => rankText(row.rank),
-    numeric: true,
-  },
-  {
-    key: "world_size",
-    label: "World size",
-    value: (row) => row.world_size,
-    render: (row) => rankText(row.world_size),
-    numeric: true,
-  },
+  statedColumn<RankRow>("rank", "Rank"),
+  statedColumn<RankRow>("world_size", "World size"),
   { key: "backend", label: "Backend", value: (row) => row.backend, render: (row) => row.backend || "—" },
   msColumn<RankRow>("mean_step_time_ms", "Step ms", "Mean step time (ms)"),
   msColumn<RankRow>("communication_ms", "Communication ms",
@@ -122,25 +116,13 @@ const RANK_COLUMNS: readonly Column<RankRow>[] = [
     "Time in kernels per step (CPU exec on CPU-only ranks), ms"),
   msColumn<RankRow>("overlap_ms", "Overlap ms",
     "Time per step when communication and computation run at once (ms)"),
-  {
-    key: "communication_overlapped_percent",
-    label: "Comm. overlapped %",
-    title: "The share of communication time that overlaps computation",
-    value: (row) => row.communication_overlapped_percent,
-    render: (row) => formatPercent(row.communication_overlapped_percent),
-    numeric: true,
-  },
+  percentColumn<RankRow>("communication_overlapped_percent", "Comm. overlapped %",
+    "The share of communication time that overlaps computation"),
 ];
 
 const COLLECTIVE_COLUMNS: readonly Column<CollectiveRow>[] = [
   { key: "host", label: "Host", value: (row) => row.host, ellipsis: true, width: "7em" },
-  {
-    key: "rank",
-    label: "Rank",
-    value: (row) => row.rank,
-    render: (row) => rankText(row.rank),
-    numeric: true,
-  },
+  statedColumn<CollectiveRow>("rank", "Rank"),
   { key: "name", label: "Collective", value: (row) => row.name, ellipsis: true },
   countColumn<CollectiveRow>("calls", "Calls", "How many times it ran over the capture"),
   msColumn<CollectiveRow>("time_ms", "Time ms", "Its time over the capture (ms)"),

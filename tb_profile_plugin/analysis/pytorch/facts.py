@@ -33,7 +33,7 @@ from tb_profile_plugin.analysis.ops.kernel_stats import parse_kernel_details, us
 from tb_profile_plugin.analysis.pytorch.coverage import Coverage
 from tb_profile_plugin.analysis.pytorch.gpu_metrics import GpuMetrics, gpu_metrics
 from tb_profile_plugin.analysis.pytorch.op_shapes import OpRow, op_rows
-from tb_profile_plugin.analysis.pytorch.step_roles import ROLES, dataloader_ps, priority_times_ps
+from tb_profile_plugin.analysis.pytorch.step_roles import dataloader_ps, priority_times_ps
 from tb_profile_plugin.analysis.steps.step_db import NUM_TYPES, StepDb
 from tb_profile_plugin.analysis.steps.step_db import EventType as T
 from tb_profile_plugin.xspace.producers import KERNEL_DETAILS_STAT, PlaneKind, plane_kind
@@ -99,10 +99,6 @@ class PytorchFacts:
     #: Per collective (host `nccl:*`/`gloo:*`/c10d ranges, NCCL kernels): (name, calls, ps),
     #: whole capture, by time.
     collectives: tuple[tuple[str, int, int], ...] = ()
-
-    @property
-    def role_names(self) -> tuple[str, ...]:
-        return ROLES
 
 
 #: How `Framework.PYTORCH` shows (xspace/producers/ `detect_framework`).

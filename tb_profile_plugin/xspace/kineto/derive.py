@@ -24,10 +24,8 @@ class DecodedEvents:
     def __init__(self, f: fl.Fields, rows: fl.StatRows, stat_names: fl.Interner) -> None:
         self.f, self.rows, self.stat_names = f, rows, stat_names
         n = len(f)
-        cats = f.cats.texts
-        self.device = np.isin(f.cat, [k for k, t in enumerate(cats) if t in pt.DEVICE_CATEGORIES])
-        self.annotation = np.isin(
-            f.cat, [k for k, t in enumerate(cats) if t in pt.GPU_ANNOTATION_CATEGORIES])
+        self.device = f.cats.among(f.cat, pt.DEVICE_CATEGORIES)
+        self.annotation = f.cats.among(f.cat, pt.GPU_ANNOTATION_CATEGORIES)
         names = f.names.texts
         self.step_number = np.full(len(names) + 1, -1, np.int64)  # per name code
         for code, text in enumerate(names):  # distinct names, not events
@@ -35,12 +33,10 @@ class DecodedEvents:
             if match:
                 self.step_number[code] = int(match.group(1))
         # Operators (2021 writes ProfilerStep#N as an Operator too: a step, never an op).
-        self.is_op = ~self.device & np.isin(
-            f.cat, [k for k, t in enumerate(cats) if t in pt.OP_CATEGORIES]
-        ) & (self.step_number[f.name] < 0)
-        self.kernel = np.isin(f.cat, [k for k, t in enumerate(cats) if t in pt.KERNEL_CATEGORIES])
-        self.copy = np.isin(f.cat, [k for k, t in enumerate(cats)
-                                    if t in pt.MEMCPY_CATEGORIES | pt.MEMSET_CATEGORIES])
+        self.is_op = (~self.device & f.cats.among(f.cat, pt.OP_CATEGORIES)
+                      & (self.step_number[f.name] < 0))
+        self.kernel = f.cats.among(f.cat, pt.KERNEL_CATEGORIES)
+        self.copy = f.cats.among(f.cat, pt.MEMCPY_CATEGORIES | pt.MEMSET_CATEGORIES)
         self.thread_keys = f.thread_keys
         self.host_line = f.host_line
         device_rows = np.flatnonzero(self.device)
@@ -81,9 +77,6 @@ class DecodedEvents:
 
     def int_arg(self, names: list[str] | tuple[str, ...]) -> np.ndarray:
         return fl.dense_int(self.rows, self.codes(names), len(self.f))
-
-    def float_arg(self, names: list[str] | tuple[str, ...]) -> np.ndarray:
-        return fl.dense_float(self.rows, self.codes(names), len(self.f))
 
     def add_named(self, events: np.ndarray, stat: str, name_codes: np.ndarray) -> None:
         """A string stat per event: the text of an event name code."""
@@ -132,8 +125,7 @@ class DecodedEvents:
     def steps(self) -> None:
         """`ProfilerStep#N` host annotations: `_r` = 1 and `step_num` = N (forest roots)."""
         number = self.step_number
-        cats = self.f.cats.texts
-        step_cat = np.isin(self.f.cat, [k for k, t in enumerate(cats) if t in pt.STEP_CATEGORIES])
+        step_cat = self.f.cats.among(self.f.cat, pt.STEP_CATEGORIES)
         rows = np.flatnonzero(~self.device & ~self.f.instant & step_cat
                               & (number[self.f.name] >= 0))
         self.rows.add_ints(rows, self.stat(pt.STEP_MARKER_STAT), np.ones(len(rows), np.int64))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
@@ -98,6 +98,10 @@ class Interner:
     @property
     def texts(self) -> list[str]:
         return list(self.codes)
+
+    def among(self, codes: np.ndarray, texts: Container[str]) -> np.ndarray:
+        """bool: whether each of `codes` stands for one of `texts`."""
+        return np.isin(codes, [k for k, t in enumerate(self.codes) if t in texts])
 
 
 class _Seen(dict):
@@ -225,9 +229,8 @@ class _Reader:
         part = self._part(events)
         del events
         n = len(part.name)
-        cats = self.cats.texts
-        device = np.isin(part.cat, [k for k, t in enumerate(cats) if t in pt.DEVICE_CATEGORIES])
-        kernel = np.isin(part.cat, [k for k, t in enumerate(cats) if t in pt.KERNEL_CATEGORIES])
+        device = self.cats.among(part.cat, pt.DEVICE_CATEGORIES)
+        kernel = self.cats.among(part.cat, pt.KERNEL_CATEGORIES)
         host_line = np.full(n, -1, np.int64)
         host_rows = np.flatnonzero(~device)
         host_line[host_rows] = self._thread_codes(take(part.pid, host_rows),
@@ -332,8 +335,8 @@ class _Reader:
                   int(np.count_nonzero(no_dur & ~no_ts)))
         self.drop("spans of negative duration", int(np.count_nonzero(negative & ~no_ts)))
         cat = self.cats.codes_of(cat_column)
-        trace_codes = [k for k, t in enumerate(self.cats.texts) if t in pt.TRACE_CATEGORIES]
-        keep = ~(no_ts | no_dur | negative | global_scope | np.isin(cat, trace_codes))
+        keep = ~(no_ts | no_dur | negative | global_scope
+                 | self.cats.among(cat, pt.TRACE_CATEGORIES))
         if not keep.all():
             rows = np.flatnonzero(keep)
             name_column, pid_column, tid_column, args = (
@@ -638,16 +641,4 @@ def dense_int(rows: StatRows, stat_codes: list[int], n: int, fill: int = -1) -> 
     for code in stat_codes:
         sel = np.flatnonzero((rows.stat == code) & (rows.kind == StatKind.INT64))
         out[rows.event[sel]] = rows.value[sel]
-    return out
-
-
-def dense_float(rows: StatRows, stat_codes: list[int], n: int) -> np.ndarray:
-    """Per event, the (last) numeric value of any of `stat_codes` as float64, NaN where none."""
-    out = np.full(n, np.nan)
-    for code in stat_codes:
-        sel = np.flatnonzero((rows.stat == code) & np.isin(rows.kind, (StatKind.INT64,
-                                                                       StatKind.DOUBLE)))
-        raw = rows.value[sel]
-        out[rows.event[sel]] = np.where(rows.kind[sel] == StatKind.DOUBLE, raw.view(np.float64),
-                                        raw.astype(np.float64))
     return out

@@ -22,7 +22,7 @@ from tb_profile_plugin.errors import NotFound, UnreadableProfile
 from tb_profile_plugin.xspace import store
 from tb_profile_plugin.xspace.kineto import decode_kineto, read, split
 from tb_profile_plugin.xspace.model import Profile
-from tests.kineto_builder import KinetoTrace
+from tests.kineto_builder import many_steps_trace_bytes
 
 DATA = Path(__file__).resolve().parents[3] / "data"
 #: A committed capture (two ranks of gloo all-reduce training, PyTorch 2.x, plain JSON).
@@ -49,25 +49,6 @@ def _decode_from_store(path: Path) -> Profile:
         return store.decode_profile_bytes(str(path), data)
 
 
-def _trace(steps: int) -> bytes:
-    """The builder's layout of a training step (8 ops, each with a nested op, a launch, its
-    kernel and two `[memory]` events), written with Kineto's `indent=1`."""
-    t = KinetoTrace(rank=0, world_size=1)
-    for s in range(steps):
-        t0 = 1000.0 * s
-        t.profiler_step(s, t0, 900.0, gpu_ts=t0 + 100, gpu_dur=850.0)
-        for k in range(8):
-            a = t0 + 10 + 100 * k
-            t.cpu_op("aten::linear", a, 90.0, input_dims=[[32, 64], [64, 32], [32]])
-            inner = t.cpu_op("aten::addmm", a + 5, 60.0, input_dims=[[32], [32, 64], [64, 32]])
-            t.launch_kernel(inner, "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n", launch_ts=a + 10,
-                            launch_dur=5.0, kernel_ts=a + 20, kernel_dur=50.0)
-            address = 0x7F0000000000 + k * 0x1000
-            t.memory(a + 8, 4096, addr=address, total_allocated=4096, total_reserved=1 << 24)
-            t.memory(a + 80, -4096, addr=address, total_allocated=0, total_reserved=1 << 24)
-    return json.dumps(t.to_dict(), indent=1).encode()
-
-
 def test_real_capture_decoded_from_its_file_in_chunks_is_the_profile_of_its_bytes(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     raw = REAL.read_bytes()
@@ -90,7 +71,7 @@ def test_real_capture_decoded_from_its_file_in_chunks_is_the_profile_of_its_byte
 def test_the_file_is_never_held_whole(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """tracemalloc's peak of decoding the ~12 MB file through the store is that of decoding
     its bytes already held, plus a few chunks: not plus the file (as when it was read whole)."""
-    raw = _trace(500)
+    raw = many_steps_trace_bytes(500)
     assert 10e6 < len(raw) < 15e6
     path = tmp_path / "big.pt.trace.json"
     path.write_bytes(raw)

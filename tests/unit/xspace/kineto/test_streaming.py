@@ -16,7 +16,7 @@ import pytest
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.xspace.kineto import decode_kineto, read, split
 from tb_profile_plugin.xspace.model import Profile
-from tests.kineto_builder import KinetoTrace, gpu_training_step_trace
+from tests.kineto_builder import gpu_training_step_trace, many_steps_trace_bytes
 
 
 def _digest(profile: Profile) -> str:
@@ -74,31 +74,12 @@ def test_streamed_errors_and_texts_that_are_not_one_object(
         decode_kineto(gzip.compress(raw))
 
 
-def _big_trace(steps: int) -> bytes:
-    """/tmp/ktest/mkbig.py's layout (docs/pytorch.md "Figures"): per step 8 ops, each with a
-    nested op, a launch, its kernel and two `[memory]` events."""
-    t = KinetoTrace(rank=0, world_size=1)
-    for s in range(steps):
-        t0 = 1000.0 * s
-        t.profiler_step(s, t0, 900.0, gpu_ts=t0 + 100, gpu_dur=850.0)
-        for k in range(8):
-            a = t0 + 10 + 100 * k
-            t.cpu_op("aten::linear", a, 90.0, input_dims=[[32, 64], [64, 32], [32]])
-            inner = t.cpu_op("aten::addmm", a + 5, 60.0, input_dims=[[32], [32, 64], [64, 32]])
-            t.launch_kernel(inner, "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n", launch_ts=a + 10,
-                            launch_dur=5.0, kernel_ts=a + 20, kernel_dur=50.0)
-            address = 0x7F0000000000 + k * 0x1000
-            t.memory(a + 8, 4096, addr=address, total_allocated=4096, total_reserved=1 << 24)
-            t.memory(a + 80, -4096, addr=address, total_allocated=0, total_reserved=1 << 24)
-    return json.dumps(t.to_dict(), indent=1).encode()
-
-
 def test_peak_allocation_follows_the_profile_not_the_text(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A ~20 MB gzip trace decodes with at most the profile's size and a few slices' worth
     allocated at any time (tracemalloc): the inflated text is never held (it was: +20 MB), nor
     the columns or stat rows twice (joined from parts, sorted into lines)."""
-    raw = _big_trace(900)
+    raw = many_steps_trace_bytes(900)
     assert 18e6 < len(raw) < 25e6
     packed = gzip.compress(raw, 1)
     del raw
