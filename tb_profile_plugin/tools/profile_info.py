@@ -67,7 +67,7 @@ def _line_row(plane: Plane, line: Line) -> dict[str, Any]:
         "derived": kind_of(plane, line).producer_derived,
         "kind": kind_of(plane, line).value,
         "events": len(events),
-        "stats": len(line.stats),
+        "stats": line.stats.count(len(events)),
         "begin_ms": begin_ps / _PS_PER_MS,
         "end_ms": end_ps / _PS_PER_MS,
         "busy_ms": busy_ps(events.start_ps, events.duration_ps) / _PS_PER_MS,
@@ -77,7 +77,7 @@ def _line_row(plane: Plane, line: Line) -> dict[str, Any]:
 def _stat_names_used(plane: Plane) -> list[str]:
     """Names of the stats events carry (not the interned values that share the table)."""
     ids = np.unique(np.concatenate([np.zeros(0, np.int64)] + [
-        line.stats.metadata_id for line in plane.lines
+        line.stats.stat_ids() for line in plane.lines
     ]))
     names = (plane.stat_metadata.name_of(int(i)) for i in ids)
     return sorted({name for name in names if name is not None})

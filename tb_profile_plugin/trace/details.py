@@ -106,13 +106,13 @@ def _plain(value: object) -> object:
     return value
 
 
-def _stats_of(stats: StatColumns, row: int, names: StatMetadataTable, out: dict[str, Any]) -> int:
+def _stats_of(line_stats: StatColumns, row: int, num_rows: int, names: StatMetadataTable,
+              out: dict[str, Any]) -> int:
     """Adds the stats of `row` to `out` (at most MAX_STATS_SHOWN in all); how many were left
     out. A hostile file can hang 100,000 stats on one event: reading each is Python work, and
     no panel shows that many, so the rest are counted, not read."""
-    lo = int(np.searchsorted(stats.row, row, "left"))
-    hi = int(np.searchsorted(stats.row, row, "right"))
-    shown = np.flatnonzero(stats.kind[lo:hi] != StatKind.NONE) + lo
+    stats = line_stats.event_stats(row, num_rows)
+    shown = np.flatnonzero(stats.kind != StatKind.NONE)
     room = max(MAX_STATS_SHOWN - len(out), 0)
     ids = stats.metadata_id[shown[:room]]
     at = np.minimum(np.searchsorted(names.ids, ids), max(len(names.ids) - 1, 0))
@@ -175,8 +175,10 @@ def event_details(trace: TraceSet, event_id: int) -> dict[str, Any]:
             elif display and display != event["name"]:
                 long_name = display
             stats_not_shown += _stats_of(plane.event_metadata.stats, meta_row,
-                                         plane.stat_metadata, stats)
-        stats_not_shown += _stats_of(line.stats, row, plane.stat_metadata, stats)
+                                         len(plane.event_metadata.ids), plane.stat_metadata,
+                                         stats)
+        stats_not_shown += _stats_of(line.stats, row, len(line.events), plane.stat_metadata,
+                                    stats)
         if is_device_plane(plane.name):
             _add_xla_instruction(index, event["name"], stats)
         if not long_name and isinstance(stats.get("long_name"), str):

@@ -21,6 +21,7 @@ from tb_profile_plugin import column_threads
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.xspace import wire_numpy
+from tb_profile_plugin.xspace.dense_stats import densify, gather_strings
 from tb_profile_plugin.xspace.model import (
     EventColumns,
     EventMetadataTable,
@@ -32,7 +33,7 @@ from tb_profile_plugin.xspace.model import (
     StringTable,
 )
 from tb_profile_plugin.xspace.pb import xplane_pb2, xplane_wire_pb2
-from tb_profile_plugin.xspace.schema import PLANES_READ_BY_NAME, StatKind
+from tb_profile_plugin.xspace.schema import PLANES_READ_BY_NAME
 
 try:
     from tb_profile_plugin.xspace import _wire  # type: ignore[attr-defined]
@@ -48,9 +49,6 @@ DEFAULT_MAX_LINES = 100_000
 #: 3.3 days): twice as far still fits int64 with room for sums, so no time column can wrap.
 MAX_SPAN_PS = 2**58
 
-_STRING_KINDS = np.array([StatKind.STR, StatKind.BYTES], np.uint8)
-_CHUNK_BYTES = 1 << 20
-_LONG_STRING_BYTES = 1 << 16
 
 
 def compiled_decoder_available() -> bool:
@@ -263,6 +261,7 @@ class _RawLine:
     num_occurrences: np.ndarray | None
     stats: wire_numpy.StatArrays
     buf: np.ndarray
+    dense_stats: StatColumns  # the line's stats, made of `stats` and `buf` (dense_stats.py)
 
 
 def _decode_line(line_bytes: memoryview, pure: bool) -> _RawLine:
@@ -278,7 +277,12 @@ def _decode_line(line_bytes: memoryview, pure: bool) -> _RawLine:
     # never those of every line at once (the file's bytes are still held then).
     raw.metadata_id = _narrowed_ids(raw.metadata_id)
     row, stat_ids, kind, value, length = raw.stats
-    raw.stats = (row, _narrowed_ids(stat_ids), kind, value, _narrowed_lengths(length))
+    # Dense as each line is walked too: its sparse rows (18 bytes a stat) are one line's
+    # temporaries, never every line's at once.
+    raw.dense_stats = densify(_stat_columns(raw.buf, (
+        row, _narrowed_ids(stat_ids), kind, value, _narrowed_lengths(length))),
+        len(raw.metadata_id))
+    del raw.stats, raw.buf
     return raw
 
 
@@ -329,46 +333,9 @@ def _decode_line_numpy(line_bytes: memoryview, raw: _RawLine) -> None:
     raw.buf = buf
 
 
-def _gather_strings(
-    buf: np.ndarray, kind: np.ndarray, value: np.ndarray, length: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Copy str/bytes stat values out of `buf` into one blob; returns (value, blob) with
-    `value` rewritten in place to point into the blob."""
-    is_string = np.isin(kind, _STRING_KINDS)
-    if not is_string.any():
-        return value, np.zeros(0, np.uint8)
-    sel = np.flatnonzero(is_string)
-    lengths = length[sel].astype(np.int64)
-    new_starts = np.zeros(len(sel), np.int64)
-    np.cumsum(lengths[:-1], out=new_starts[1:])
-    blob = np.empty(int(lengths.sum()), np.uint8)
-    # Byte k of the blob comes from buf[old_start + (k - new_start)] of its value; the index
-    # array is built a chunk of about _CHUNK_BYTES at a time so it stays small next to the
-    # blob (8 bytes of index per byte copied); a long string is a chunk of its own, copied as
-    # one slice (a 100 MB string costs 100 MB, not 1.6 GB of index).
-    is_long = lengths >= _LONG_STRING_BYTES
-    new_chunk = np.diff(new_starts // _CHUNK_BYTES, prepend=-1) != 0
-    new_chunk |= is_long
-    new_chunk[1:] |= is_long[:-1]
-    firsts = np.flatnonzero(new_chunk)
-    for first, last in zip(firsts.tolist(), [*firsts[1:].tolist(), len(sel)], strict=True):
-        begin = int(new_starts[first])
-        if is_long[first]:
-            source = int(value[sel[first]])
-            blob[begin : begin + int(lengths[first])] = buf[source : source + int(lengths[first])]
-            continue
-        part = slice(first, last)
-        count = int(lengths[part].sum())
-        index = np.repeat(value[sel[part]] - new_starts[part], lengths[part])
-        index += np.arange(begin, begin + count)
-        blob[begin : begin + count] = buf[index]
-    value[sel] = new_starts  # in place: the decoders' columns are writable and ours alone
-    return value, blob
-
-
 def _stat_columns(buf: np.ndarray, stats: wire_numpy.StatArrays) -> StatColumns:
     row, meta, kind, value, length = stats
-    value, blob = _gather_strings(buf, kind, value, length)
+    value, blob = gather_strings(buf, kind, value, length)
     return StatColumns(row, meta, kind, value, length, blob)
 
 
@@ -449,7 +416,7 @@ def _build_line(raw: _RawLine, origin_ns: int) -> Line:
         duration_ps=raw.duration_ps,
         events=EventColumns(raw.metadata_id, start_ps, raw.event_duration_ps,
                             raw.num_occurrences),
-        stats=_stat_columns(raw.buf, raw.stats),
+        stats=raw.dense_stats,
     )
 
 

@@ -203,9 +203,9 @@ class HloInstructions:
         if stat_id is None:
             return HloInstructions([])
         meta = plane.event_metadata
-        stats = meta.stats
+        stats = meta.stats.select(stat_id, len(meta.ids))
         modules = []
-        for k in stats.rows_with(stat_id).tolist():
+        for k in range(len(stats)):
             if int(stats.kind[k]) != StatKind.BYTES:
                 continue
             data = stats.python_value(k)

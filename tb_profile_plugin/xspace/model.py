@@ -20,12 +20,18 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from tb_profile_plugin.xspace.schema import StatKind
 
 _EMPTY_I64 = np.zeros(0, np.int64)
+
+
+def _no_rows(dtype: type) -> Any:
+    """A dataclass field defaulting to an empty column of `dtype` (a fresh one each time)."""
+    return field(default_factory=lambda: np.zeros(0, dtype))
 
 
 @dataclass(frozen=True)
@@ -68,12 +74,28 @@ class StringTable:
 
 @dataclass(frozen=True)
 class StatColumns:
-    """Stats as rows: which event (`row`) carries which stat (`metadata_id`) with what value.
+    """The stats of a line's events (or of metadata rows): dense columns and sparse rows.
 
-    `value` holds the raw 64 bits; `kind` says how to read them (see `StatKind`): a double's
-    bits, an unsigned or signed integer, a `ref` (the id of an XStatMetadata whose name is the
-    value), or, for str/bytes, the start of the value in `strings` with its `length`.
-    Rows are in file order: by event, then by the order of the event's stats.
+    **Sparse rows** (`row` .. `length`): which event (`row`) carries which stat (`metadata_id`)
+    with what value. `value` holds the raw 64 bits; `kind` says how to read them (see
+    `StatKind`): a double's bits, an unsigned or signed integer, a `ref` (the id of an
+    XStatMetadata whose name is the value), or, for str/bytes, the start of the value in
+    `strings` with its `length`. Rows are in file order: by event, then by the order of the
+    event's stats.
+
+    **Dense stats** (`dense_*`, `codes*`; made by `dense_stats.densify` for a line's stats):
+    a stat that sits at most once on each event, always with one kind, is kept as a code per
+    event into a table of its distinct values instead (an 8-GPU capture's kernels carry 11
+    stats each, mostly of a few distinct values: 18 bytes a row -> 0-4 bytes an event).
+    Dense stat k (`dense_ids[k]`, of kind `dense_kind[k]`) has the raw values
+    `dense_values[dense_value_starts[k] : dense_value_starts[k + 1]]` (with `dense_lengths`
+    for str/bytes; slot 0 unused: code 0 means "absent") and its codes in stripe
+    `dense_stripe[k]` of `codes8` / `codes16` / `codes32` as `dense_width[k]` is 1, 2 or 4
+    bytes (each stripe one code per event); width 0: on every event with the one value of
+    slot 1. A stat id is either dense or in the sparse rows, never both. `order_ids` are the
+    line's stat ids in the order its events list them (file order within an event).
+    Readers ask by stat id (`select`, `int_column`, `float_column`, `event_stats`,
+    `positions`), never index the sparse rows of a line directly.
     """
 
     row: np.ndarray  # int32: event index in the line (metadata row; 0 for plane stats)
@@ -82,6 +104,17 @@ class StatColumns:
     value: np.ndarray  # int64 (raw bits)
     length: np.ndarray  # uint8, uint16 or int32 (the narrowest that holds the line's longest)
     strings: np.ndarray  # uint8 blob of str/bytes values
+    dense_ids: np.ndarray = _no_rows(np.int64)  # int64 [k]
+    dense_kind: np.ndarray = _no_rows(np.uint8)  # uint8 [k]
+    dense_width: np.ndarray = _no_rows(np.uint8)  # uint8 [k]: 0, 1, 2 or 4
+    dense_stripe: np.ndarray = _no_rows(np.int64)  # int64 [k]
+    dense_value_starts: np.ndarray = _no_rows(np.int64)  # int64 [k + 1] (empty when k == 0)
+    dense_values: np.ndarray = _no_rows(np.int64)  # int64: raw values, slot 0 of each stat unused
+    dense_lengths: np.ndarray = _no_rows(np.int32)  # int32: bytes of each str/bytes value, else 0
+    codes8: np.ndarray = _no_rows(np.uint8)
+    codes16: np.ndarray = _no_rows(np.uint16)
+    codes32: np.ndarray = _no_rows(np.int32)
+    order_ids: np.ndarray = _no_rows(np.int64)  # int64: the line's stat ids, in their event order
 
     @staticmethod
     def empty() -> StatColumns:
@@ -91,45 +124,212 @@ class StatColumns:
         )
 
     def __len__(self) -> int:
+        """The sparse rows (`count` counts every stat of every event)."""
         return len(self.row)
 
     @property
     def nbytes(self) -> int:
-        return int(
-            self.row.nbytes + self.metadata_id.nbytes + self.kind.nbytes + self.value.nbytes
-            + self.length.nbytes + self.strings.nbytes
-        )
+        return int(sum(getattr(self, f.name).nbytes for f in dataclasses.fields(self)))
 
-    def rows_with(self, stat_id: int) -> np.ndarray:
-        """Indices (into these stat rows) of every stat with this metadata id."""
-        return np.flatnonzero(self.metadata_id == stat_id)
+    # -- dense stats ---------------------------------------------------------------------
+
+    def _dense_index(self, stat_id: int) -> int:
+        """Position of `stat_id` in `dense_ids`, -1 when it is not dense."""
+        ids = self.dense_ids
+        if not len(ids):
+            return -1
+        at = int(np.searchsorted(ids, stat_id))
+        return at if at < len(ids) and int(ids[at]) == stat_id else -1
+
+    def _codes(self, k: int, num_rows: int) -> np.ndarray | None:
+        """Dense stat k's code per event (0: absent); None for width 0 (code 1 everywhere)."""
+        width = int(self.dense_width[k])
+        if width == 0:
+            return None
+        column = {1: self.codes8, 2: self.codes16, 4: self.codes32}[width]
+        stripe = int(self.dense_stripe[k])
+        return column[stripe * num_rows : (stripe + 1) * num_rows]
+
+    def _table(self, k: int) -> slice:
+        return slice(int(self.dense_value_starts[k]), int(self.dense_value_starts[k + 1]))
+
+    def stat_ids(self) -> np.ndarray:
+        """Every stat id the rows carry (sorted, distinct)."""
+        return np.union1d(np.unique(self.metadata_id), self.dense_ids).astype(np.int64)
+
+    def count(self, num_rows: int) -> int:
+        """Every stat of every row (sparse rows and dense stats present)."""
+        total = len(self.row)
+        for k in range(len(self.dense_ids)):
+            codes = self._codes(k, num_rows)
+            total += num_rows if codes is None else int(np.count_nonzero(codes))
+        return total
+
+    def select(self, stat_id: int, num_rows: int) -> StatColumns:
+        """The stats with this id as sparse rows (in event order; an event carrying it twice
+        has two rows, in file order), sharing this object's `strings`."""
+        k = self._dense_index(stat_id)
+        if k < 0:
+            sel = np.flatnonzero(self.metadata_id == stat_id)
+            return StatColumns(self.row[sel], self.metadata_id[sel], self.kind[sel],
+                               self.value[sel], self.length[sel], self.strings)
+        codes = self._codes(k, num_rows)
+        rows = np.arange(num_rows) if codes is None else np.flatnonzero(codes)
+        taken = np.ones(len(rows), np.intp) if codes is None else codes[rows].astype(np.intp)
+        table = self._table(k)
+        return StatColumns(
+            rows.astype(np.int32), np.full(len(rows), stat_id, np.int64),
+            np.full(len(rows), self.dense_kind[k], np.uint8),
+            self.dense_values[table][taken], self.dense_lengths[table][taken], self.strings)
+
+    def coded(self, stat_id: int, num_rows: int) -> tuple[np.ndarray, StatColumns] | None:
+        """A dense stat as (code per event, 0 where absent; its distinct values as sparse rows,
+        row i for code i, row 0 of kind NONE), for readers that work on the distinct values
+        and map them; None when the stat is not dense."""
+        k = self._dense_index(stat_id)
+        if k < 0:
+            return None
+        codes = self._codes(k, num_rows)
+        if codes is None:
+            codes = np.broadcast_to(np.uint8(1), (num_rows,))
+        table = self._table(k)
+        values = self.dense_values[table]
+        kinds = np.full(len(values), self.dense_kind[k], np.uint8)
+        kinds[0] = StatKind.NONE
+        return codes, StatColumns(
+            np.arange(len(values), dtype=np.int32), np.full(len(values), stat_id, np.int64),
+            kinds, values, self.dense_lengths[table], self.strings)
+
+    def sparse(self, num_rows: int) -> StatColumns:
+        """Every stat as sparse rows, by event and in each event's order (`order_ids`): the
+        rows a decoder gave, for readers of every stat (tests, a dump); costs 18 bytes a row."""
+        if not len(self.dense_ids):
+            return self
+        parts = [self.select(int(stat_id), num_rows) for stat_id in self.dense_ids.tolist()]
+        rows = np.concatenate([self.row.astype(np.int64), *[p.row for p in parts]])
+        ids = np.concatenate([self.metadata_id.astype(np.int64), *[p.metadata_id for p in parts]])
+        order = np.lexsort((self._ranks(ids), rows))
+        return StatColumns(
+            rows[order].astype(np.int32), ids[order],
+            np.concatenate([self.kind, *[p.kind for p in parts]])[order],
+            np.concatenate([self.value, *[p.value for p in parts]])[order],
+            np.concatenate([self.length.astype(np.int64), *[p.length for p in parts]])[order],
+            self.strings)
+
+    def _dense_column(self, k: int, num_rows: int, table: np.ndarray) -> np.ndarray:
+        """`table[code]` per event (table[0]: the value of events without the stat)."""
+        codes = self._codes(k, num_rows)
+        if codes is None:
+            return np.full(num_rows, table[1], table.dtype)
+        return table[codes]
 
     def int_column(self, stat_id: int, num_rows: int, fill: int = -1) -> np.ndarray:
         """Dense int64 column of an integer-valued stat (uint64/int64/ref): `fill` where absent.
 
         When an event carries the stat twice, the last one wins (as protobuf's parser does).
         """
+        k = self._dense_index(stat_id)
+        if k >= 0:
+            table = self.dense_values[self._table(k)].copy()
+            table[0] = fill
+            return self._dense_column(k, num_rows, table)
         out = np.full(num_rows, fill, np.int64)
-        sel = self.rows_with(stat_id)
+        sel = np.flatnonzero(self.metadata_id == stat_id)
         out[self.row[sel]] = self.value[sel]
         return out
 
     def float_column(self, stat_id: int, num_rows: int) -> np.ndarray:
         """Dense float64 column of a numeric stat: NaN where absent; ints are converted."""
+        k = self._dense_index(stat_id)
+        if k >= 0:
+            raw = self.dense_values[self._table(k)]
+            table = _as_float(raw, np.full(len(raw), self.dense_kind[k], np.uint8))
+            table[0] = np.nan
+            return self._dense_column(k, num_rows, table)
         out = np.full(num_rows, np.nan)
-        sel = self.rows_with(stat_id)
-        kinds = self.kind[sel]
-        raw = self.value[sel]
-        values = np.where(
-            kinds == StatKind.DOUBLE, raw.view(np.float64),
-            np.where(kinds == StatKind.UINT64, raw.view(np.uint64).astype(np.float64),
-                     raw.astype(np.float64)),
-        )
-        out[self.row[sel]] = values
+        sel = np.flatnonzero(self.metadata_id == stat_id)
+        out[self.row[sel]] = _as_float(self.value[sel], self.kind[sel])
         return out
 
+    def event_stats(self, row: int, num_rows: int) -> StatColumns:
+        """The stats of event `row` as sparse rows, in the event's order (`order_ids`)."""
+        lo = int(np.searchsorted(self.row, row, "left"))
+        hi = int(np.searchsorted(self.row, row, "right"))
+        ids, kinds = [self.metadata_id[lo:hi].astype(np.int64)], [self.kind[lo:hi]]
+        values, lengths = [self.value[lo:hi]], [self.length[lo:hi].astype(np.int64)]
+        for k in range(len(self.dense_ids)):
+            codes = self._codes(k, num_rows)
+            code = 1 if codes is None else int(codes[row])
+            if code:
+                at = int(self.dense_value_starts[k]) + code
+                ids.append(self.dense_ids[k : k + 1])
+                kinds.append(self.dense_kind[k : k + 1])
+                values.append(self.dense_values[at : at + 1])
+                lengths.append(self.dense_lengths[at : at + 1].astype(np.int64))
+        id_column = np.concatenate(ids)
+        order = np.argsort(self._ranks(id_column), kind="stable")
+        return StatColumns(
+            np.full(len(order), row, np.int32), id_column[order],
+            np.concatenate(kinds)[order], np.concatenate(values)[order],
+            np.concatenate(lengths)[order], self.strings)
+
+    def _ranks(self, stat_ids: np.ndarray) -> np.ndarray:
+        """Each stat id's place in `order_ids` (ids not there: after all of them)."""
+        if not len(self.order_ids):
+            return np.zeros(len(stat_ids), np.int64)
+        by_id = np.argsort(self.order_ids, kind="stable")
+        at = np.minimum(np.searchsorted(self.order_ids[by_id], stat_ids), len(by_id) - 1)
+        found = self.order_ids[by_id][at] == stat_ids
+        return np.where(found, by_id[at], len(by_id))
+
+    def positions(self, stat_id: int, num_rows: int) -> np.ndarray:
+        """Per event, where its (last) stat `stat_id` stands among all the line's stats, as a
+        key that orders the stats of one event as the event lists them; -1 where absent."""
+        out = np.full(num_rows, -1, np.int64)
+        sub = self.select(stat_id, num_rows)
+        if len(sub):
+            span = len(self.order_ids) + 1
+            rank = int(self._ranks(np.array([stat_id], np.int64))[0])
+            out[sub.row] = sub.row.astype(np.int64) * span + rank
+        return out
+
+    def check_dense(self, num_rows: int) -> None:
+        """ValueError unless the dense stats fit `num_rows` events (a loaded cache entry)."""
+        k = len(self.dense_ids)
+        if not k:
+            return
+        if (len(self.dense_kind) != k or len(self.dense_width) != k or len(self.dense_stripe) != k
+                or len(self.dense_value_starts) != k + 1
+                or len(self.dense_lengths) != len(self.dense_values)):
+            raise ValueError("dense stat columns of different lengths")
+        starts = self.dense_value_starts
+        if int(starts[0]) != 0 or np.any(np.diff(starts) < 2) or int(starts[-1]) != len(
+                self.dense_values):
+            raise ValueError("dense stat values outside their table")
+        if np.any(np.diff(self.dense_ids) <= 0) or np.any(self.dense_kind == 0):
+            raise ValueError("dense stat ids out of order")
+        for width, column in ((1, self.codes8), (2, self.codes16), (4, self.codes32)):
+            stripes = self.dense_stripe[self.dense_width == width]
+            if len(column) != len(stripes) * num_rows or sorted(stripes.tolist()) != list(
+                    range(len(stripes))):
+                raise ValueError("dense stat codes do not fit the events")
+        if not np.isin(self.dense_width, (0, 1, 2, 4)).all():
+            raise ValueError("dense stat width out of range")
+        for j in range(k):
+            codes = self._codes(j, num_rows)
+            size = int(starts[j + 1] - starts[j])
+            if codes is not None and len(codes) and (int(codes.min()) < 0 or int(
+                    codes.max()) >= size):
+                raise ValueError("dense stat codes outside their table")
+        text = np.repeat(np.isin(self.dense_kind, (StatKind.STR, StatKind.BYTES)), np.diff(starts))
+        begin = self.dense_values[text]
+        end = begin + self.dense_lengths[text]
+        if np.any(begin < 0) or np.any(end < begin) or np.any(end > len(self.strings)):
+            raise ValueError("stat strings outside their blob")
+
     def python_value(self, index: int, stat_names: StatMetadataTable | None = None) -> object:
-        """The value of stat row `index` as a Python object (refs resolved through stat_names)."""
+        """The value of sparse row `index` as a Python object (refs resolved through
+        stat_names)."""
         kind = int(self.kind[index])
         raw = self.value[index]
         if kind == StatKind.DOUBLE:
@@ -148,6 +348,15 @@ class StatColumns:
             data = self.strings[raw : raw + self.length[index]].tobytes()
             return data.decode("utf-8", errors="replace") if kind == StatKind.STR else data
         return None
+
+
+def _as_float(raw: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """Raw stat bits as float64 by kind (doubles' bits, unsigned and signed integers)."""
+    return np.where(
+        kinds == StatKind.DOUBLE, raw.view(np.float64),
+        np.where(kinds == StatKind.UINT64, raw.view(np.uint64).astype(np.float64),
+                 raw.astype(np.float64)),
+    )
 
 
 @dataclass(frozen=True)

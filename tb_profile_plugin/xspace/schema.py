@@ -11,8 +11,10 @@ import enum
 
 #: Bumped whenever the decoded columns change meaning or layout, or decoding refuses what it
 #: accepted before; part of the cache key. 2: times checked at decode (no negative durations,
-#: nothing past 2^58 ps), so entries decoded without the checks are misses.
-FORMAT_VERSION = 3  # 3: the scope-range plane kept by its name alone (PLANES_READ_BY_NAME)
+#: nothing past 2^58 ps), so entries decoded without the checks are misses. 3: the
+#: scope-range plane kept by its name alone (PLANES_READ_BY_NAME). 4: a line's regular stats
+#: as dense coded columns (dense_stats.py).
+FORMAT_VERSION = 4
 
 HOST_PLANE_NAME = "/host:CPU"
 DEVICE_PLANE_PREFIX = "/device:"

@@ -127,13 +127,12 @@ class EventTable:
             stat_id = plane.stat_metadata.id_of(stat_name)
             if stat_id is None:
                 continue
-            stats = line.stats
-            sel = stats.rows_with(stat_id)
-            row = stats.row[sel]
+            sub = line.stats.select(stat_id, len(line.events))
+            row = sub.row
             last = np.ones(len(row), bool)  # stat rows are in event order: last of each run
             last[:-1] = row[1:] != row[:-1]
             rows.append(row[last].astype(np.int64) + int(self.line_bounds[k]))
-            values.append(stats.value[sel][last])
+            values.append(sub.value[last])
         if not rows:
             return SparseStat(np.zeros(0, np.int64), np.zeros(0, np.int64))
         return SparseStat(np.concatenate(rows), np.concatenate(values))

@@ -254,14 +254,14 @@ def _memory_ids(table: EventTable, events: np.ndarray) -> tuple[np.ndarray, list
 
 def _stat_positions(table: EventTable, events: np.ndarray, stat_name: str) -> np.ndarray:
     """Per event of `events`: the position of its (last) `stat_name` among its line's stats,
-    which keep each event's stats in the file's order; -1 where it has none."""
+    a key that orders one event's stats as the file lists them; -1 where it has none."""
     positions = np.full(len(table), -1, np.int64)
     for k, (plane, line) in enumerate(table.lines):  # per line, not per event
         stat_id = plane.stat_metadata.id_of(stat_name)
         if stat_id is None:
             continue
-        sel = line.stats.rows_with(stat_id)
-        positions[int(table.line_bounds[k]) + line.stats.row[sel]] = sel  # later rows win
+        lo, hi = int(table.line_bounds[k]), int(table.line_bounds[k + 1])
+        positions[lo:hi] = line.stats.positions(stat_id, hi - lo)
     return positions[events]
 
 

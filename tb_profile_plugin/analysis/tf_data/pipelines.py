@@ -123,9 +123,9 @@ def int_stat_present(table: EventTable, stat_name: str) -> tuple[np.ndarray, np.
         stat_id = plane.stat_metadata.id_of(stat_name)
         if stat_id is None:
             continue
-        sel = line.stats.rows_with(stat_id)
-        rows = int(table.line_bounds[k]) + line.stats.row[sel].astype(np.int64)
-        values[rows] = line.stats.value[sel]
+        sub = line.stats.select(stat_id, len(line.events))
+        rows = int(table.line_bounds[k]) + sub.row.astype(np.int64)
+        values[rows] = sub.value
         present[rows] = True
     return values, present
 

@@ -146,6 +146,7 @@ def _type_ok(value: Any, annotation: str) -> bool:
 def _check_rows(stats: model.StatColumns, num_rows: int) -> None:
     if len(stats.row) and (int(stats.row.min()) < 0 or int(stats.row.max()) >= num_rows):
         raise ValueError("stats of rows that do not exist")
+    stats.check_dense(num_rows)
 
 
 def _profile_entry(profile: model.Profile) -> tuple[dict[str, Any], list[np.ndarray]]:

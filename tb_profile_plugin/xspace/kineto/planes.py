@@ -9,7 +9,8 @@ import numpy as np
 import orjson
 
 from tb_profile_plugin.errors import UnreadableProfile
-from tb_profile_plugin.xspace.decode import MAX_LINES_ENV, _gather_strings, max_lines
+from tb_profile_plugin.xspace.decode import MAX_LINES_ENV, max_lines
+from tb_profile_plugin.xspace.dense_stats import densify, gather_strings
 from tb_profile_plugin.xspace.kineto import fields as fl
 from tb_profile_plugin.xspace.kineto.derive import DecodedEvents
 from tb_profile_plugin.xspace.model import (
@@ -75,8 +76,9 @@ def build(d: DecodedEvents, doc: dict, dur_ps: np.ndarray, origin_ns: int) -> li
         row = stat_pos[s_lo:s_hi]
         row -= lo
         kind, length = kind_all[s_lo:s_hi], length_all[s_lo:s_hi]
-        value, strings = _gather_strings(blob, kind, value_all[s_lo:s_hi], length)
-        stats = StatColumns(row, stat_id[s_lo:s_hi], kind, value, length, strings)
+        value, strings = gather_strings(blob, kind, value_all[s_lo:s_hi], length)
+        stats = densify(StatColumns(row, stat_id[s_lo:s_hi], kind, value, length, strings),
+                        hi - lo)
         events = EventColumns((name_sorted[lo:hi] + 1).astype(np.int32),
                               start_sorted[lo:hi].copy(), dur_sorted[lo:hi].copy(), None)
         return Line(id=line_id, display_id=display_id, name=label, display_name="",

@@ -33,52 +33,78 @@ def str_codes(stats: StatColumns, stat_id: int | None, num_rows: int,
     """A str/ref stat of `num_rows` rows as (local code per row, -1 where absent; texts).
 
     Vectorised: string values are padded into a fixed-width byte matrix and deduplicated with
-    numpy, so millions of events cost no Python loop per event. Refs are resolved through the
-    plane's stat metadata names. Codes are int32 (a line has fewer distinct texts than rows);
-    a line without the stat gets one shared read-only -1, no column.
+    numpy, so millions of events cost no Python loop per event; a dense stat's distinct values
+    alone are read, and its codes mapped. Refs are resolved through the plane's stat metadata
+    names. Codes are int32 (a line has fewer distinct texts than rows); a line without the
+    stat gets one shared read-only -1, no column.
     """
-    sel = stats.rows_with(stat_id) if stat_id is not None else None
-    if sel is None or len(sel) == 0:
-        return np.broadcast_to(np.int32(-1), (num_rows,)), []
-    codes = np.full(num_rows, -1, np.int32)
+    none: tuple[np.ndarray, list[str]] = np.broadcast_to(np.int32(-1), (num_rows,)), []
+    if stat_id is None:
+        return none
     local = TextIndex()
-    rows = stats.row[sel]
-    kind = stats.kind[sel]
-    is_ref = kind == StatKind.REF
+    coded = stats.coded(stat_id, num_rows)
+    if coded is not None:
+        event_codes, table = coded
+        return _row_codes(table, plane, local).astype(np.int32)[event_codes], local.texts
+    sub = stats.select(stat_id, num_rows)
+    if len(sub) == 0:
+        return none
+    codes = np.full(num_rows, -1, np.int32)
+    codes[sub.row] = _row_codes(sub, plane, local)
+    return codes, local.texts
+
+
+def _row_codes(sub: StatColumns, plane: Plane, local: TextIndex) -> np.ndarray:
+    """`local` code of each of the sparse rows `sub`: its str or ref value; -1 for the rest."""
+    codes = np.full(len(sub), -1, np.int64)
+    is_ref = sub.kind == StatKind.REF
     if is_ref.any():
-        uniq, inverse = unique_ints(stats.value[sel][is_ref], return_inverse=True)
+        uniq, inverse = unique_ints(sub.value[is_ref], return_inverse=True)
         mapped = np.array([local.code(plane.stat_metadata.name_of(int(r)) or "")
                            for r in uniq.tolist()], np.int64)
-        codes[rows[is_ref]] = mapped[inverse.ravel()]
-    is_str = kind == StatKind.STR
+        codes[is_ref] = mapped[inverse.ravel()]
+    is_str = sub.kind == StatKind.STR
     if is_str.any():
-        offsets = stats.value[sel][is_str]
-        lengths = stats.length[sel][is_str].astype(np.int64)
+        offsets = sub.value[is_str]
+        lengths = sub.length[is_str].astype(np.int64)
         width = max(int(lengths.max()), 1)
         matrix = np.zeros((len(offsets), width), np.uint8)
         cols = np.arange(width)
         mask = cols[None, :] < lengths[:, None]
         source = np.where(mask, offsets[:, None] + cols[None, :], 0)
-        matrix[mask] = stats.strings[source[mask]]
+        matrix[mask] = sub.strings[source[mask]]
         fixed = matrix.view(f"S{width}").ravel()
         uniq, inverse = np.unique(fixed, return_inverse=True)
         mapped = np.array([local.code(u.decode("utf-8", "replace")) for u in uniq.tolist()],
                           np.int64)
-        codes[rows[is_str]] = mapped[inverse.ravel()]
-    return codes, local.texts
+        codes[is_str] = mapped[inverse.ravel()]
+    return codes
 
 
 def _text_codes(stats: StatColumns, stat_id: int, num_rows: int, plane: Plane,
                 index: TextIndex) -> np.ndarray:
     """Shared-index codes of one stat over `num_rows` rows: its string or ref value, or an
     integer value written in decimal; -1 where absent."""
-    local, texts = str_codes(stats, stat_id, num_rows, plane)
-    out = index.codes(texts)[local]
-    sel = stats.rows_with(stat_id)
-    sel = sel[np.isin(stats.kind[sel], (StatKind.UINT64, StatKind.INT64))]
-    if len(sel):
-        uniq, inverse = unique_ints(stats.value[sel], return_inverse=True)
-        out[stats.row[sel]] = index.codes([str(int(v)) for v in uniq.tolist()])[inverse.ravel()]
+    coded = stats.coded(stat_id, num_rows)
+    if coded is not None:
+        event_codes, table = coded
+        return _shared_codes(table, plane, index)[event_codes]
+    out = np.full(num_rows, -1, np.int64)
+    sub = stats.select(stat_id, num_rows)
+    out[sub.row] = _shared_codes(sub, plane, index)
+    return out
+
+
+def _shared_codes(sub: StatColumns, plane: Plane, index: TextIndex) -> np.ndarray:
+    """`index` code of each of the sparse rows `sub`: its string or ref value, or an integer
+    value written in decimal; -1 for the rest."""
+    local = TextIndex()
+    local_codes = _row_codes(sub, plane, local)
+    out = index.codes(local.texts)[local_codes]
+    is_int = np.flatnonzero(np.isin(sub.kind, (StatKind.UINT64, StatKind.INT64)))
+    if len(is_int):
+        uniq, inverse = unique_ints(sub.value[is_int], return_inverse=True)
+        out[is_int] = index.codes([str(int(v)) for v in uniq.tolist()])[inverse.ravel()]
     return out
 
 

@@ -542,7 +542,8 @@ os.truncate(Path(sys.argv[2]) / (sys.argv[1] + ".tbpc"), 0)
 total = 0
 for plane in profile.planes:
     for line in plane.lines:
-        total += int(np.sum(line.events.duration_ps)) + int(np.sum(line.stats.value))
+        every = line.stats.sparse(len(line.events))
+        total += int(np.sum(line.events.duration_ps)) + int(np.sum(every.value))
 print("sum", total)
 """
 

@@ -43,7 +43,7 @@ def _replays(profile: Profile) -> dict[tuple[str, int], list[tuple[str, int]]]:
             continue
         meta = plane.event_metadata
         for line in plane.lines:
-            stats = line.stats
+            stats = line.stats.sparse(len(line.events))
             values: dict[int, dict[str, object]] = defaultdict(dict)
             for k in range(len(stats)):
                 name = plane.stat_metadata.name_of(int(stats.metadata_id[k]))

@@ -210,8 +210,9 @@ def _entry(profile: Profile) -> dict[str, tuple[object, ...]]:
     assert plane is not None
     meta = plane.event_metadata
     stat = plane.stat_metadata.id_of("Hlo Proto")
-    data = next(meta.stats.python_value(k) for k in meta.stats.rows_with(stat).tolist()
-                if meta.names[int(meta.stats.row[k])].startswith(MODULE + "("))
+    sub = meta.stats.select(stat, len(meta.ids))
+    data = next(sub.python_value(k) for k in range(len(sub))
+                if meta.names[int(sub.row[k])].startswith(MODULE + "("))
     assert isinstance(data, bytes)
     proto = hlo_summary_pb2.HloProto.FromString(data).hlo_module
     computations = {c.id: c for c in proto.computations}

@@ -36,9 +36,10 @@ def _events(plane: Plane, line: Line) -> list[tuple[str, int, int, dict[str, obj
     """(name, start µs, duration µs, stats by name) of every event of a line, in order."""
     rows = plane.event_metadata.rows_of(line.events.metadata_id)
     stats: list[dict[str, object]] = [{} for _ in range(len(line.events))]
-    for j in range(len(line.stats)):
-        name = plane.stat_metadata.name_of(int(line.stats.metadata_id[j]))
-        stats[int(line.stats.row[j])][name or ""] = line.stats.python_value(j)
+    every = line.stats.sparse(len(line.events))
+    for j in range(len(every)):
+        name = plane.stat_metadata.name_of(int(every.metadata_id[j]))
+        stats[int(every.row[j])][name or ""] = every.python_value(j)
     return [(plane.event_metadata.names[int(r)], int(s) // 10**6, int(d) // 10**6, st)
             for r, s, d, st in zip(rows.tolist(), line.events.start_ps.tolist(),
                                    line.events.duration_ps.tolist(), stats, strict=True)]
@@ -295,10 +296,11 @@ def _columns(profile: Profile) -> list[tuple[str, str, list[int], list[int], lis
         for line in plane.lines:
             names = plane.event_metadata.names
             rows = plane.event_metadata.rows_of(line.events.metadata_id)
+            every = line.stats.sparse(len(line.events))
             out.append((plane.name, line.name, line.events.start_ps.tolist(),
                         line.events.duration_ps.tolist(), [names[int(r)] for r in rows],
-                        orjson.dumps([line.stats.python_value(j) for j in range(len(line.stats))]
-                                     if len(line.stats) < 5000 else len(line.stats))))
+                        orjson.dumps([every.python_value(j) for j in range(len(every))]
+                                     if len(every) < 5000 else len(every))))
     return out
 
 

@@ -1,0 +1,291 @@
+"""A line's stats as dense coded columns (`densify`), and string values gathered into a blob.
+
+A decoder returns a line's stats as sparse rows, one per (event, stat) pair (model.py's
+`StatColumns`): 18 bytes a row. A device line's events carry the same ten or so stats each,
+mostly of a few distinct values (`hlo_module`, `kernel_details`, `scope_range_id`), so
+`densify` keeps each stat that sits at most once on every event with one kind as a code per
+event (uint8 / uint16 / int32: the narrowest that holds its distinct values, none at all for a
+stat with one value on every event) into a table of its distinct values; str/bytes values are
+told apart by their bytes, and the blob keeps each distinct string once. A stat stays in
+sparse rows where its codes would cost more than its rows (a flow id on 2% of the events), or
+where an event carries it twice or with two kinds (the rows' file order decides then).
+
+Work is numpy over the line's rows, a pass per distinct stat id of the line (a few dozen at
+most; more than `MAX_DENSE_STATS` and the rest stay sparse), never a loop per event.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tb_profile_plugin.xspace.model import StatColumns
+from tb_profile_plugin.xspace.schema import StatKind
+from tb_profile_plugin.xspace.unique_rows import unique_ints
+
+#: Stat ids of a line tried for a dense column (a pass over the line's rows each).
+MAX_DENSE_STATS = 64
+#: Bytes of a sparse row (row 4, stat id 4, kind 1, value 8, length 1).
+_SPARSE_ROW_BYTES = 18
+#: Bytes of a distinct value's table slot (value 8, length 4).
+_TABLE_SLOT_BYTES = 12
+#: Strings of one length longer than this many bytes in all are not told apart by content
+#: (their offsets are): the byte matrix would cost more than it saves.
+_MAX_MATRIX_BYTES = 64 << 20
+
+_STRING_KINDS = np.array([StatKind.STR, StatKind.BYTES], np.uint8)
+_CHUNK_BYTES = 1 << 20
+_LONG_STRING_BYTES = 1 << 16
+
+
+def gather_strings(
+    buf: np.ndarray, kind: np.ndarray, value: np.ndarray, length: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Copy str/bytes stat values out of `buf` into one blob; returns (value, blob) with
+    `value` rewritten in place to point into the blob."""
+    is_string = np.isin(kind, _STRING_KINDS)
+    if not is_string.any():
+        return value, np.zeros(0, np.uint8)
+    sel = np.flatnonzero(is_string)
+    lengths = length[sel].astype(np.int64)
+    new_starts = np.zeros(len(sel), np.int64)
+    np.cumsum(lengths[:-1], out=new_starts[1:])
+    blob = np.empty(int(lengths.sum()), np.uint8)
+    # Byte k of the blob comes from buf[old_start + (k - new_start)] of its value; the index
+    # array is built a chunk of about _CHUNK_BYTES at a time so it stays small next to the
+    # blob (8 bytes of index per byte copied); a long string is a chunk of its own, copied as
+    # one slice (a 100 MB string costs 100 MB, not 1.6 GB of index).
+    is_long = lengths >= _LONG_STRING_BYTES
+    new_chunk = np.diff(new_starts // _CHUNK_BYTES, prepend=-1) != 0
+    new_chunk |= is_long
+    new_chunk[1:] |= is_long[:-1]
+    firsts = np.flatnonzero(new_chunk)
+    for first, last in zip(firsts.tolist(), [*firsts[1:].tolist(), len(sel)], strict=True):
+        begin = int(new_starts[first])
+        if is_long[first]:
+            source = int(value[sel[first]])
+            blob[begin : begin + int(lengths[first])] = buf[source : source + int(lengths[first])]
+            continue
+        part = slice(first, last)
+        count = int(lengths[part].sum())
+        index = np.repeat(value[sel[part]] - new_starts[part], lengths[part])
+        index += np.arange(begin, begin + count)
+        blob[begin : begin + count] = buf[index]
+    value[sel] = new_starts  # in place: the decoders' columns are writable and ours alone
+    return value, blob
+
+
+def densify(stats: StatColumns, num_rows: int) -> StatColumns:
+    """`stats` of a line of `num_rows` events with its regular stats as dense columns (module
+    docstring); the same stats, read the same way through StatColumns' methods."""
+    if len(stats) == 0 or num_rows == 0 or len(stats.dense_ids):
+        return stats
+    stat_ids, rank = _ranks(stats.metadata_id)
+    # The rows grouped by stat (a stable radix sort of small ranks: file order within each).
+    order = np.argsort(rank, kind="stable")
+    bounds = np.zeros(len(stat_ids) + 1, np.int64)
+    np.cumsum(np.bincount(rank, minlength=len(stat_ids)), out=bounds[1:])
+    order_ids = _event_order(stats.row, rank, stat_ids, order[bounds[:-1]])
+    if not _keeps_event_order(stats.row, rank, stat_ids, order_ids):
+        return stats  # an event lists stats against that order: rows alone keep it
+    grouped = StatColumns(stats.row[order], stats.metadata_id[:0], stats.kind[order],
+                          stats.value[order], stats.length[order], stats.strings)
+    chosen: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray | None]] = []
+    keep = np.ones(len(stats), bool)
+    for j, stat_id in enumerate(stat_ids[:MAX_DENSE_STATS].tolist()):
+        part = slice(int(bounds[j]), int(bounds[j + 1]))
+        count = part.stop - part.start
+        if count * _SPARSE_ROW_BYTES <= num_rows + 2 * _TABLE_SLOT_BYTES:
+            continue  # even uint8 codes into a table of one value cost more
+        coded = _coded(grouped, part, num_rows)
+        if coded is None:
+            continue
+        kind, table, lengths, codes = coded
+        width = 0 if codes is None else codes.dtype.itemsize
+        if count * _SPARSE_ROW_BYTES <= width * num_rows + len(table) * _TABLE_SLOT_BYTES:
+            continue
+        chosen.append((stat_id, kind, table, lengths, codes))
+        keep[order[part]] = False
+    if not chosen:
+        return StatColumns(stats.row, stats.metadata_id, stats.kind, stats.value,
+                           stats.length, stats.strings, order_ids=order_ids)
+    return _assemble(stats, keep, chosen, order_ids)
+
+
+def _ranks(stat_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct stat ids, each row's place among them as uint8/uint16/int64)."""
+    distinct = unique_ints(stat_ids)[0]
+    low, span = int(distinct[0]), int(distinct[-1]) - int(distinct[0]) + 1
+    dtype = np.uint8 if len(distinct) <= 0xFF else np.uint16 if len(distinct) <= 0xFFFF \
+        else np.int64
+    if span <= max(4 * len(stat_ids), 1 << 16):  # small ids (every real line): a table
+        table = np.zeros(span, dtype)
+        table[distinct - low] = np.arange(len(distinct))
+        return distinct, table[stat_ids - low]
+    return distinct, np.searchsorted(distinct, stat_ids).astype(dtype)
+
+
+def _coded(grouped: StatColumns, part: slice, num_rows: int
+           ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """(kind, raw values table with slot 0 unused, their lengths, code per event or None
+    when every event has the table's one value) of the stat rows `grouped[part]`; None when
+    they cannot be dense (an event twice, two kinds, a row without a value)."""
+    rows = grouped.row[part]
+    if len(rows) > num_rows or np.any(rows[1:] <= rows[:-1]):
+        return None
+    kinds = grouped.kind[part]
+    kind = int(kinds[0])
+    if kind == StatKind.NONE or np.any(kinds != kind):
+        return None
+    values = grouped.value[part]
+    if kind in (StatKind.STR, StatKind.BYTES):
+        lengths = grouped.length[part].astype(np.int64)
+        firsts, inverse = _distinct_strings(grouped.strings, values, lengths)
+        table, table_lengths = values[firsts], lengths[firsts]
+    else:
+        table, inverse = unique_ints(values, return_inverse=True)
+        table_lengths = np.zeros(len(table), np.int64)
+    table = np.concatenate([[0], table]).astype(np.int64)
+    table_lengths = np.concatenate([[0], table_lengths]).astype(np.int32)
+    if len(table) == 2 and len(rows) == num_rows:
+        return kind, table, table_lengths, None
+    dtype = np.uint8 if len(table) <= 0xFF else np.uint16 if len(table) <= 0xFFFF else np.int32
+    codes = np.zeros(num_rows, dtype)
+    codes[rows] = inverse + 1
+    return kind, table, table_lengths, codes
+
+
+def _distinct_strings(blob: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each distinct string, the distinct string of each row) of the strings
+    blob[offsets : offsets + lengths], told apart by their bytes, a group of one length at a
+    time (a group too large for its byte matrix: by its offsets)."""
+    inverse = np.empty(len(offsets), np.int64)
+    firsts: list[np.ndarray] = []
+    seen = 0
+    by_length, group = unique_ints(lengths, return_inverse=True)
+    for g, width in enumerate(by_length.tolist()):
+        members = np.flatnonzero(group == g) if len(by_length) > 1 else np.arange(len(offsets))
+        if width == 0:
+            first, local = np.zeros(1, np.int64), np.zeros(len(members), np.int64)
+        elif width > _LONG_STRING_BYTES or width * len(members) > _MAX_MATRIX_BYTES:
+            _, first, local = np.unique(offsets[members], return_index=True,
+                                        return_inverse=True)
+        else:
+            windows = np.lib.stride_tricks.sliding_window_view(blob, width)
+            matrix = windows[offsets[members]]  # count x width bytes, no index matrix
+            keys = _row_keys(matrix)
+            _, first, local = np.unique(keys, return_index=True, return_inverse=True)
+        firsts.append(members[first])
+        inverse[members] = np.asarray(local).reshape(-1) + seen
+        seen += len(first)
+    return np.concatenate(firsts), inverse
+
+
+def _row_keys(matrix: np.ndarray) -> np.ndarray:
+    """One comparable key per row of a uint8 byte matrix: its bytes as an integer when they
+    fit 8, else the row as one opaque record."""
+    count, width = matrix.shape
+    if width <= 8:
+        padded = np.zeros((count, 8), np.uint8)
+        padded[:, :width] = matrix
+        return padded.view(np.uint64).reshape(-1)
+    return np.ascontiguousarray(matrix).view(f"V{width}").reshape(-1)
+
+
+def _event_order(row: np.ndarray, rank: np.ndarray, stat_ids: np.ndarray,
+                 first_seen: np.ndarray) -> np.ndarray:
+    """The line's stat ids in the order its events list them: each pair of stats that stand
+    next to each other on an event says which comes first; ids are taken in that order (a
+    topological order over a few dozen ids), ties and contradictions by first appearance
+    (`first_seen`: each id's first row)."""
+    k = len(stat_ids)
+    by_first = np.argsort(first_seen, kind="stable")
+    if k > MAX_DENSE_STATS:  # not a producer's line: the order of first appearance
+        return stat_ids[by_first].astype(np.int64)
+    # Pair codes of neighbouring rows (k <= 64: they fit uint16); k*k for rows of two events.
+    pair = rank[:-1].astype(np.uint16)
+    pair *= k
+    pair += rank[1:]
+    pair[row[1:] != row[:-1]] = k * k
+    pairs = np.flatnonzero(np.bincount(pair, minlength=k * k + 1)[: k * k])
+    before, after = np.divmod(pairs, k)
+    distinct = before != after
+    before, after = before[distinct].tolist(), after[distinct].tolist()
+    waiting = np.zeros(k, np.int64)
+    np.add.at(waiting, np.asarray(after, np.int64), 1)
+    followers: dict[int, list[int]] = {}
+    for a, b in zip(before, after, strict=True):
+        followers.setdefault(a, []).append(b)
+    placed: list[int] = []
+    done = np.zeros(k, bool)
+    while len(placed) < k:  # a pass per id placed, over k ids: k^2 with k a few dozen
+        ready = next((i for i in by_first.tolist() if not done[i] and waiting[i] == 0), None)
+        if ready is None:  # a contradiction (a cycle): the earliest seen of the rest
+            ready = next(i for i in by_first.tolist() if not done[i])
+        done[ready] = True
+        placed.append(ready)
+        for b in followers.get(ready, []):
+            waiting[b] -= 1
+    return stat_ids[np.asarray(placed, np.int64)].astype(np.int64)
+
+
+def _keeps_event_order(row: np.ndarray, rank: np.ndarray, stat_ids: np.ndarray,
+                       order_ids: np.ndarray) -> bool:
+    """Whether every event lists its stats in `order_ids`' order (a stat repeated on an event
+    may stand twice in a row), so that rows rebuilt from dense columns come back in the file's
+    order. Real lines that do not: TF host threads whose events carry a stat twice, around
+    others ((..., 4, 2, 3, 4)); those keep sparse rows."""
+    place = np.empty(len(stat_ids), np.int64)
+    place[np.searchsorted(stat_ids, order_ids)] = np.arange(len(order_ids))
+    placed = place[rank]
+    return not bool(np.any((placed[1:] < placed[:-1]) & (row[1:] == row[:-1])))
+
+
+def _assemble(stats: StatColumns, keep: np.ndarray,
+              chosen: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray | None]],
+              order_ids: np.ndarray) -> StatColumns:
+    """The StatColumns of the rows `keep` left sparse and the `chosen` dense stats, with one
+    new blob of the strings either still uses."""
+    stripes: dict[int, list[np.ndarray]] = {1: [], 2: [], 4: []}
+    widths, stripe_of = [], []
+    for _, _, _, _, codes in chosen:
+        width = 0 if codes is None else codes.dtype.itemsize
+        widths.append(width)
+        if codes is None:
+            stripe_of.append(0)
+        else:
+            stripe_of.append(len(stripes[width]))
+            stripes[width].append(codes)
+    starts = np.zeros(len(chosen) + 1, np.int64)
+    np.cumsum([len(table) for _, _, table, _, _ in chosen], out=starts[1:])
+    values = np.concatenate([table for _, _, table, _, _ in chosen])
+    lengths = np.concatenate([lens for _, _, _, lens, _ in chosen])
+    dense_kind = np.array([kind for _, kind, _, _, _ in chosen], np.uint8)
+    kept = np.flatnonzero(keep)
+    row, metadata_id, kind = stats.row[kept], stats.metadata_id[kept], stats.kind[kept]
+    value, length = stats.value[kept], stats.length[kept]
+    # One blob: the sparse rows' strings, then each dense string value once.
+    text = np.repeat(np.isin(dense_kind, _STRING_KINDS), np.diff(starts))
+    text[starts[:-1]] = False  # slot 0 of each table holds no value
+    all_kind = np.concatenate([kind, np.where(text, StatKind.STR, StatKind.NONE).astype(np.uint8)])
+    all_value = np.concatenate([value, values])
+    all_length = np.concatenate([length.astype(np.int64), lengths.astype(np.int64)])
+    all_value, blob = gather_strings(stats.strings, all_kind, all_value, all_length)
+    return StatColumns(
+        row, metadata_id, kind, all_value[: len(kept)], length, blob,
+        dense_ids=np.array([stat_id for stat_id, *_ in chosen], np.int64),
+        dense_kind=dense_kind,
+        dense_width=np.array(widths, np.uint8),
+        dense_stripe=np.array(stripe_of, np.int64),
+        dense_value_starts=starts,
+        dense_values=all_value[len(kept):],
+        dense_lengths=lengths,
+        codes8=_joined(stripes[1], np.uint8),
+        codes16=_joined(stripes[2], np.uint16),
+        codes32=_joined(stripes[4], np.int32),
+        order_ids=order_ids,
+    )
+
+
+def _joined(stripes: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(stripes) if stripes else np.zeros(0, dtype)
