@@ -29,6 +29,7 @@ Symbolic links are followed only inside the logdir unless `TB_PROFILE_FOLLOW_LIN
 from __future__ import annotations
 
 import collections
+import errno
 import hashlib
 import os
 import posixpath
@@ -44,6 +45,8 @@ DEFAULT_MAX_FILE_BYTES = 4 * 2**30
 #: Set to 1 to follow symbolic links that lead outside the logdir (`follow_links`).
 FOLLOW_LINKS_ENV = "TB_PROFILE_FOLLOW_LINKS"
 _READ_CHUNK_BYTES = 1 << 20
+#: The most one pread asks for (Linux returns at most 0x7FFFF000 bytes a call).
+_MAX_PREAD_BYTES = 1 << 30
 
 
 class FileRefused(OSError):
@@ -354,6 +357,21 @@ class LocalFile:
                 total += len(chunk)
                 check_size(total, self.limit)
         return data + b"".join(more) if more else data
+
+    def read_range(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the file as it was opened (`size_bytes`); OSError when they
+        are no longer there (the file was cut while it was read)."""
+        if not 0 <= start <= end <= self.size_bytes:
+            raise ValueError(f"range {start}..{end} outside a file of {self.size_bytes} bytes")
+        parts: list[bytes] = []
+        at = start
+        while at < end:
+            chunk = os.pread(self.fd, min(end - at, _MAX_PREAD_BYTES), at)
+            if not chunk:
+                raise OSError(errno.EIO, "the file became shorter while it was read")
+            parts.append(chunk)
+            at += len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def chunks(self, size: int) -> Iterator[bytes]:
         """The file from its start, `size` bytes at a time (the last shorter), to its end as

@@ -13,6 +13,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -55,19 +56,33 @@ def compiled_decoder_available() -> bool:
     return _wire is not None
 
 
-def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
+class RangeSource(Protocol):
+    """A profile file read a range at a time (`fs.LocalFile`): the decoder holds one plane's
+    bytes while it finds the lines, then each line's while it decodes it, never the whole
+    file (an 8-GPU capture's file is ~100 bytes an event, its decoded profile ~40)."""
+
+    size_bytes: int
+
+    def read_range(self, start: int, end: int) -> bytes: ...
+
+
+def decode_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Profile:
     """Decode one serialized XSpace. Raises UnreadableProfile for anything that is not one.
 
     `pure` forces (True) or forbids (False) the numpy decoder; None picks the compiled one when
     built, unless TB_PROFILE_PURE_DECODER=1. Lines are decoded from slices of `data` itself
-    (no copy); only the small rest of each plane goes through protobuf.
+    (no copy), or read from the file a plane and a line at a time (`RangeSource`); only the
+    small rest of each plane goes through protobuf.
     """
     pure = _pure(pure)
-    view = memoryview(data)
+    source = _Source(data)
     with _unreadable_wire():
-        head, plane_fields = _structure(view, pure)
+        head, plane_spans = _structure(source, pure)
         checkpoint()
-        decoded = _decode_planes(view, plane_fields, pure)
+        heads, line_spans = _plane_heads(source, plane_spans, pure)
+        checkpoint()
+        decoded = _decode_planes(source, heads, line_spans, pure)
+    del source
     starts = [raw.timestamp_ns for _, lines in decoded for raw in lines if len(raw.metadata_id)]
     origin_ns = min(starts) if starts else 0
     _check_times(decoded, origin_ns)
@@ -81,6 +96,27 @@ def decode_xspace(data: bytes, *, pure: bool | None = None) -> Profile:
         origin_ns=origin_ns,
         decoder="numpy" if pure else "compiled",
     )
+
+
+class _Source:
+    """The bytes of the file: `data` itself (ranges are views, no copy), or a `RangeSource`
+    read a range at a time (each range a fresh bytes object, dropped with its last view)."""
+
+    def __init__(self, data: bytes | RangeSource) -> None:
+        if isinstance(data, bytes | bytearray | memoryview):
+            self.view: memoryview | None = memoryview(data)
+            self.ranges: RangeSource | None = None
+            self.size = len(self.view)
+        else:
+            self.view, self.ranges, self.size = None, data, data.size_bytes
+
+    def read(self, start: int, end: int) -> memoryview:
+        if not 0 <= start <= end <= self.size:
+            raise ValueError("a field reaches past the end of the file")
+        if self.view is not None:
+            return self.view[start:end]
+        assert self.ranges is not None
+        return memoryview(self.ranges.read_range(start, end))
 
 
 @dataclass(frozen=True)
@@ -101,17 +137,15 @@ def outline_xspace(data: bytes, *, pure: bool | None = None) -> Outline:
     columns). The same structural checks as `decode_xspace`; what an event itself holds is
     left for the decode."""
     pure = _pure(pure)
-    view = memoryview(data)
+    source = _Source(data)
     with _unreadable_wire():
-        head, plane_fields = _structure(view, pure)
-        planes: list[xplane_pb2.XPlane] = []
+        head, plane_spans = _structure(source, pure)
+        planes, line_spans = _plane_heads(source, plane_spans, pure)
         num_events = 0
-        for fields in plane_fields:
+        for spans in line_spans:
             checkpoint()
-            is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
-            planes.append(_plane_head(view, fields, is_line))
-            for row in fields[is_line]:
-                num_events += _count_events(_scan(view, int(row[3]), int(row[4]), pure))
+            for lo, hi in spans:
+                num_events += _count_events(_scan(source.read(lo, hi), 0, hi - lo, pure))
     return Outline(list(head.hostnames), list(head.errors), list(head.warnings), planes,
                    num_events)
 
@@ -138,27 +172,85 @@ def _unreadable_wire() -> Iterator[None]:
         ) from exc
 
 
-def _structure(view: memoryview, pure: bool) -> tuple[xplane_pb2.XSpace, list[np.ndarray]]:
-    """The XSpace without its planes, and each plane's top-level fields (`_scan`'s rows),
-    after the checks that refuse what no profiler writes."""
-    if not len(view):
+def _structure(source: _Source, pure: bool
+               ) -> tuple[xplane_pb2.XSpace, list[tuple[int, int]]]:
+    """The XSpace without its planes, and each plane's (start, end) in the file, after the
+    checks that refuse what no profiler writes."""
+    if not source.size:
         raise UnreadableProfile("the file is empty (0 bytes): the capture did not finish writing")
-    fields = _scan(view, 0, len(view), pure)
+    planes, rest_at = _leading_planes(source)
+    rest = source.read(rest_at, source.size)
+    fields = _scan(rest, 0, len(rest), pure)
     if np.any(fields[:, 0] > 4) or np.any(fields[:, 1] != 2):
         raise UnreadableProfile(
             "the file is protobuf but not an XSpace (unexpected fields): it is not an "
             ".xplane.pb written by a profiler"
         )
     is_plane = fields[:, 0] == 1
-    head = xplane_pb2.XSpace.FromString(_records(view, fields[~is_plane]))
-    if int(np.count_nonzero(is_plane)) > max_lines():
+    head = xplane_pb2.XSpace.FromString(_records(rest, fields[~is_plane]))
+    planes += [(rest_at + int(r[3]), rest_at + int(r[4])) for r in fields[is_plane]]
+    if len(planes) > max_lines():
         raise UnreadableProfile(
-            f"the file holds {int(np.count_nonzero(is_plane)):,} planes; at most "
+            f"the file holds {len(planes):,} planes; at most "
             f"{max_lines():,} are read ({MAX_LINES_ENV} raises the limit): it is not a "
             "profile a profiler writes")
-    plane_fields = [_scan(view, int(row[3]), int(row[4]), pure) for row in fields[is_plane]]
-    _check_line_count(plane_fields)
-    return head, plane_fields
+    return head, planes
+
+
+def _leading_planes(source: _Source) -> tuple[list[tuple[int, int]], int]:
+    """The (start, end) of the planes a file read by ranges starts with (a writer puts the
+    planes, field 1, before the hostnames and messages), read a header at a time, and where
+    the rest begins; bytes in memory are scanned whole (no leading planes)."""
+    planes: list[tuple[int, int]] = []
+    at = 0
+    if source.ranges is None:
+        return planes, at
+    while at < source.size and len(planes) <= max_lines():
+        header = bytes(source.read(at, min(at + _HEADER_BYTES, source.size)))
+        tag, length_at = _varint(header, 0)
+        if tag != (1 << 3 | 2):  # not a length-delimited field 1 (a plane): the rest, whole
+            break
+        length, value_at = _varint(header, length_at)
+        end = at + value_at + length
+        if end > source.size:
+            raise ValueError("a plane reaches past the end of the file")
+        planes.append((at + value_at, end))
+        at = end
+    return planes, at
+
+
+#: Bytes read for one field's header: a tag and a length, 10 bytes each at most.
+_HEADER_BYTES = 20
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """The varint at data[at:] and where it ends (ValueError: cut or longer than 10 bytes)."""
+    value = shift = 0
+    for k in range(at, min(at + 10, len(data))):
+        value |= (data[k] & 0x7F) << shift
+        if data[k] < 0x80:
+            return value, k + 1
+        shift += 7
+    raise ValueError("malformed varint: truncated or not protobuf")
+
+
+def _plane_heads(source: _Source, plane_spans: list[tuple[int, int]], pure: bool
+                 ) -> tuple[list[xplane_pb2.XPlane], list[list[tuple[int, int]]]]:
+    """Each plane's message without its lines, and its lines' (start, end) in the file: a
+    plane's bytes are read (or viewed) and dropped once its fields are known."""
+    heads: list[xplane_pb2.XPlane] = []
+    spans: list[list[tuple[int, int]]] = []
+    line_count = 0
+    for start, end in plane_spans:
+        view = source.read(start, end)
+        fields = _scan(view, 0, len(view), pure)
+        is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
+        heads.append(_plane_head(view, fields, is_line))
+        spans.append([(start + int(r[3]), start + int(r[4])) for r in fields[is_line]])
+        line_count += len(spans[-1])
+        _check_line_count(line_count)
+        del view
+    return heads, spans
 
 
 def _scan(view: memoryview, start: int, end: int, pure: bool) -> np.ndarray:
@@ -190,8 +282,7 @@ def max_lines() -> int:
     return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_LINES
 
 
-def _check_line_count(plane_fields: list[np.ndarray]) -> None:
-    count = sum(int(np.count_nonzero((f[:, 0] == 3) & (f[:, 1] == 2))) for f in plane_fields)
+def _check_line_count(count: int) -> None:
     limit = max_lines()
     if count > limit:
         raise UnreadableProfile(
@@ -200,27 +291,21 @@ def _check_line_count(plane_fields: list[np.ndarray]) -> None:
 
 
 def _decode_planes(
-    view: memoryview, plane_fields: list[np.ndarray], pure: bool
+    source: _Source, heads: list[xplane_pb2.XPlane], line_spans: list[list[tuple[int, int]]],
+    pure: bool,
 ) -> list[tuple[xplane_pb2.XPlane, list[_RawLine]]]:
-    """Each plane's head (protobuf) and its lines' columns; the lines of every plane are
-    walked side by side on a few threads (column_threads.py: the compiled walk releases the
-    GIL), each into its own columns."""
-    heads: list[xplane_pb2.XPlane] = []
-    spans: list[tuple[int, int]] = []
-    per_plane: list[int] = []
-    for fields in plane_fields:
-        is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
-        heads.append(_plane_head(view, fields, is_line))
-        spans.extend((int(r[3]), int(r[4])) for r in fields[is_line])
-        per_plane.append(int(np.count_nonzero(is_line)))
+    """Each plane's head and its lines' columns; the lines of every plane are walked side by
+    side on a few threads (column_threads.py: the compiled walk releases the GIL), each into
+    its own columns, each from its own range of the file."""
+    spans = [span for plane in line_spans for span in plane]
     size = sum(hi - lo for lo, hi in spans)
     lines = column_threads.map_lines(
-        lambda span: _decode_line(view[span[0] : span[1]], pure), spans,
+        lambda span: _decode_line(source.read(span[0], span[1]), pure), spans,
         0 if pure else size)  # (the numpy walk holds the GIL: one thread)
     decoded, at = [], 0
-    for head, count in zip(heads, per_plane, strict=True):
-        decoded.append((head, lines[at : at + count]))
-        at += count
+    for head, plane in zip(heads, line_spans, strict=True):
+        decoded.append((head, lines[at : at + len(plane)]))
+        at += len(plane)
     return decoded
 
 
@@ -277,12 +362,14 @@ def _decode_line(line_bytes: memoryview, pure: bool) -> _RawLine:
     # never those of every line at once (the file's bytes are still held then).
     raw.metadata_id = _narrowed_ids(raw.metadata_id)
     row, stat_ids, kind, value, length = raw.stats
+    del raw.stats  # (each wide column is dropped as soon as its narrow copy is made)
+    stat_ids = _narrowed_ids(stat_ids)
+    length = _narrowed_lengths(length)
+    sparse = _stat_columns(raw.buf, (row, stat_ids, kind, value, length))
+    del row, stat_ids, kind, value, length, raw.buf
     # Dense as each line is walked too: its sparse rows (18 bytes a stat) are one line's
     # temporaries, never every line's at once.
-    raw.dense_stats = densify(_stat_columns(raw.buf, (
-        row, _narrowed_ids(stat_ids), kind, value, _narrowed_lengths(length))),
-        len(raw.metadata_id))
-    del raw.stats, raw.buf
+    raw.dense_stats = densify(sparse, len(raw.metadata_id), pure=pure)
     return raw
 
 

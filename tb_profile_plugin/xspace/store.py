@@ -122,7 +122,7 @@ def decode_profile_bytes(path: str, data: bytes | Source) -> Profile:
     or an XSpace."""
     if is_kineto_file(path):
         return decode_kineto(data)
-    assert isinstance(data, bytes)  # (open_profile opens only a PyTorch trace)
+    assert isinstance(data, bytes | fs.LocalFile)  # (an XSpace: bytes, or ranges of a file)
     return decode_xspace(data)
 
 
@@ -153,14 +153,21 @@ def read_profile_bytes(path: str) -> bytes:
 
 
 @contextlib.contextmanager
-def open_profile(path: str) -> Iterator[bytes | Source]:
+def open_profile(path: str, ranges: bool = False) -> Iterator[bytes | Source | fs.LocalFile]:
     """What the decoders read of the profile file at `path`, with `read_profile_bytes`' checks
     and errors: its bytes, except a local plain (not gzip) PyTorch trace, which is opened
     (`fs.LocalFile`: the same checks, before anything is read) and read a chunk at a time by
-    the decoder (read.py), so the file is never held whole (docs/pytorch.md "Bounds"). A
-    reading error inside the `with` (an OSError) is NotFound / UnreadableProfile as there."""
-    if fs.is_remote(path) or not is_kineto_file(path):
+    the decoder (read.py), so the file is never held whole (docs/pytorch.md "Bounds"); with
+    `ranges`, a local XSpace is opened too, and the decoder reads a plane and a line at a time
+    (decode.py `RangeSource`). A reading error inside the `with` (an OSError) is NotFound /
+    UnreadableProfile as there."""
+    if fs.is_remote(path) or not (is_kineto_file(path) or ranges):
         yield read_profile_bytes(path)
+        return
+    if not is_kineto_file(path):
+        _check_local(path)
+        with _reading(path), fs.LocalFile(path) as local:
+            yield local
         return
     _check_local(path)
     with _reading(path):
@@ -305,7 +312,7 @@ class ProfileStore:
 
     def _decode(self, path: str, key: str) -> Profile:
         """The file decoded, and its cache entry written off the request's path."""
-        with open_profile(path) as data:  # (its reading errors: not Undecodable)
+        with open_profile(path, ranges=True) as data:  # (its reading errors: not Undecodable)
             try:
                 profile = decode_profile_bytes(path, data)
             except UnreadableProfile as exc:

@@ -134,13 +134,22 @@ def unreadable_without_permission(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reads of a file of mode 000 fail as they do for any user but root (tests run as root
     too)."""
     real = fs.read_bytes
+    real_open = fs.LocalFile.__init__
 
-    def read_bytes(path: str, limit: int | None = None) -> bytes:
+    def refused(path: str) -> None:
         if not fs.is_remote(path) and os.stat(path).st_mode & 0o777 == 0:
             raise PermissionError(13, "Permission denied", path)
+
+    def read_bytes(path: str, limit: int | None = None) -> bytes:
+        refused(path)
         return real(path, limit)
 
+    def open_local(self: fs.LocalFile, path: str, limit: int | None = None) -> None:
+        refused(path)  # (the decoder reads a local XSpace by ranges of an opened file)
+        real_open(self, path, limit)
+
     monkeypatch.setattr(fs, "read_bytes", read_bytes)
+    monkeypatch.setattr(fs.LocalFile, "__init__", open_local)
 
 
 @pytest.mark.usefixtures("unreadable_without_permission")

@@ -1,0 +1,97 @@
+"""A local XSpace read a plane and a line at a time (decode.py `RangeSource`, fs.LocalFile):
+the same profile as from its bytes, the same refusals, and never the whole file held."""
+
+from __future__ import annotations
+
+import os
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from tb_profile_plugin import fs
+from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.xspace.decode import decode_xspace, outline_xspace
+from tb_profile_plugin.xspace.store import ProfileStore
+from tests.fixtures import xplane_files
+from tests.unit.xspace.test_decode import DECODERS, assert_same_as_protobuf
+from tests.xspace_builder import Uint, XSpaceBuilder
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+@pytest.mark.parametrize("path", xplane_files(), ids=lambda p: str(p.relative_to(p.parents[4])))
+def test_real_captures_read_by_ranges_decode_like_protobuf(path: Path, pure: bool) -> None:
+    data = path.read_bytes()
+    with fs.LocalFile(str(path)) as local:
+        profile = decode_xspace(local, pure=pure)
+        outline = outline_xspace(local, pure=pure)
+    assert_same_as_protobuf(data, profile)
+    whole = outline_xspace(data, pure=pure)
+    assert (outline.num_events, outline.hostnames, len(outline.planes)) == (
+        whole.num_events, whole.hostnames, len(whole.planes))
+
+
+def _planes_space(planes: int = 6, events: int = 20_000) -> bytes:
+    b = XSpaceBuilder()
+    for g in range(planes):
+        line = b.gpu_plane(g).line("Stream #7", line_id=7, timestamp_ns=1_000)
+        for i in range(events):
+            line.event(f"k{i % 5}", offset_ps=i * 100, duration_ps=50, correlation_id=Uint(i))
+    b.error("one error")
+    return b.serialize()
+
+
+def _peak_bytes(read: object) -> tuple[int, object]:
+    tracemalloc.start()
+    try:
+        result = read()  # type: ignore[operator]
+        return tracemalloc.get_traced_memory()[1], result
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_file_is_never_held_whole(tmp_path: Path) -> None:
+    """Six GPU planes of 20,000 kernels: read by ranges, the decode's peak allocation is that
+    of reading the file whole less most of the file (one plane is held while its lines are
+    found, then a line per thread)."""
+    data = _planes_space()
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(data)
+    whole_peak, _ = _peak_bytes(lambda: decode_xspace(fs.read_bytes(str(path))))
+    with fs.LocalFile(str(path)) as local:
+        peak, profile = _peak_bytes(lambda: decode_xspace(local))
+    assert_same_as_protobuf(data, profile)  # type: ignore[arg-type]
+    assert profile.errors == ["one error"]  # type: ignore[attr-defined]
+    assert peak < whole_peak - 0.6 * len(data), (peak, whole_peak, len(data))
+
+
+def test_a_file_cut_while_it_is_read_is_refused_with_its_name(tmp_path: Path) -> None:
+    data = _planes_space(planes=2, events=2_000)
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(data)
+    with fs.LocalFile(str(path)) as local:
+        os.truncate(path, len(data) // 2)  # after the open: the ranges past it are gone
+        with pytest.raises(OSError, match="shorter while it was read"):
+            decode_xspace(local)
+    path.write_bytes(data)
+    store = ProfileStore(disk_cache_dir=None)
+    real = fs.LocalFile.read_range
+
+    def cut(self: fs.LocalFile, start: int, end: int) -> bytes:
+        os.truncate(path, 10)
+        return real(self, start, end)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fs.LocalFile, "read_range", cut)
+        with pytest.raises(UnreadableProfile, match=r"h\.xplane\.pb cannot be read \(the file "
+                                                    r"became shorter while it was read\)"):
+            store.open(str(path))
+
+
+@pytest.mark.parametrize("cut", [1, 7, 100, -3])
+def test_truncated_files_read_by_ranges_are_refused(tmp_path: Path, cut: int) -> None:
+    data = _planes_space(planes=2, events=500)
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(data[:cut])
+    with fs.LocalFile(str(path)) as local, pytest.raises(UnreadableProfile):
+        decode_xspace(local)
