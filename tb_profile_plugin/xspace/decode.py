@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -219,6 +220,12 @@ def _leading_planes(source: _Source) -> tuple[list[tuple[int, int]], int]:
     return planes, at
 
 
+#: A line of this many bytes or more is walked while no other such line is (`_decode_planes`):
+#: its columns and their temporaries come to ~10 times its bytes (an 8-GPU capture's stream
+#: of 1M kernels: ~1 GB), so two at once would double the decode's peak for little time (the
+#: other threads walk the smaller lines meanwhile).
+LARGE_LINE_BYTES = 8 << 20
+
 #: Bytes read for one field's header: a tag and a length, 10 bytes each at most.
 _HEADER_BYTES = 20
 
@@ -299,9 +306,16 @@ def _decode_planes(
     its own columns, each from its own range of the file."""
     spans = [span for plane in line_spans for span in plane]
     size = sum(hi - lo for lo, hi in spans)
-    lines = column_threads.map_lines(
-        lambda span: _decode_line(source.read(span[0], span[1]), pure), spans,
-        0 if pure else size)  # (the numpy walk holds the GIL: one thread)
+    one_large = threading.Lock()
+
+    def decode(span: tuple[int, int]) -> _RawLine:
+        if span[1] - span[0] < LARGE_LINE_BYTES:
+            return _decode_line(source.read(span[0], span[1]), pure)
+        with one_large:  # a large line's walk holds ~10x its bytes for a moment: one at once
+            return _decode_line(source.read(span[0], span[1]), pure)
+
+    lines = column_threads.map_lines(decode, spans, 0 if pure else size)
+    # (the numpy walk holds the GIL: one thread)
     decoded, at = [], 0
     for head, plane in zip(heads, line_spans, strict=True):
         decoded.append((head, lines[at : at + len(plane)]))
