@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -310,9 +310,9 @@ def _decode_planes(
 
     def decode(span: tuple[int, int]) -> _RawLine:
         if span[1] - span[0] < LARGE_LINE_BYTES:
-            return _decode_line(source.read(span[0], span[1]), pure)
+            return _decode_line(lambda: source.read(span[0], span[1]), pure)
         with one_large:  # a large line's walk holds ~10x its bytes for a moment: one at once
-            return _decode_line(source.read(span[0], span[1]), pure)
+            return _decode_line(lambda: source.read(span[0], span[1]), pure)
 
     lines = column_threads.map_lines(decode, spans, 0 if pure else size)
     # (the numpy walk holds the GIL: one thread)
@@ -363,8 +363,11 @@ class _RawLine:
     dense_stats: StatColumns  # the line's stats, made of `stats` and `buf` (dense_stats.py)
 
 
-def _decode_line(line_bytes: memoryview, pure: bool) -> _RawLine:
+def _decode_line(read: Callable[[], memoryview], pure: bool) -> _RawLine:
+    """The line whose bytes `read` gives, walked into columns; the bytes are held (here
+    alone) only until its string values are copied out, not while its stats are coded."""
     raw = _RawLine()
+    line_bytes = read()
     try:
         if pure:
             _decode_line_numpy(line_bytes, raw)
@@ -380,7 +383,7 @@ def _decode_line(line_bytes: memoryview, pure: bool) -> _RawLine:
     stat_ids = _narrowed_ids(stat_ids)
     length = _narrowed_lengths(length)
     sparse = _stat_columns(raw.buf, (row, stat_ids, kind, value, length))
-    del row, stat_ids, kind, value, length, raw.buf
+    del row, stat_ids, kind, value, length, raw.buf, line_bytes
     # Dense as each line is walked too: its sparse rows (18 bytes a stat) are one line's
     # temporaries, never every line's at once.
     raw.dense_stats = densify(sparse, len(raw.metadata_id), pure=pure)

@@ -1,8 +1,10 @@
 """The columnar profile: an XSpace as planes -> lines -> numpy columns.
 
 One `Profile` holds what one `<host>.xplane.pb` holds. Events of a line are parallel numpy
-arrays (`EventColumns`); stats are kept sparse, one row per (event, stat) pair (`StatColumns`),
-and turned into dense per-event columns on demand (`StatColumns.int_column`). Strings live in
+arrays (`EventColumns`); a line's stats (`StatColumns`) are coded dense columns for the stats
+its events carry regularly (a code per event into a table of distinct values: dense_stats.py)
+and sparse rows, one per (event, stat) pair, for the rest; readers ask by stat id
+(`StatColumns.select`, `int_column`, ...). Strings live in
 `StringTable`s: one utf-8 blob plus offsets, so a whole profile is a handful of flat arrays
 that the disk cache can write and map back without parsing.
 

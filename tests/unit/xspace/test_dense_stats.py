@@ -3,11 +3,14 @@ sparse rows, and every reader's answer equal to the one read from the sparse row
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
 from tb_profile_plugin.xspace.decode import decode_xspace
-from tb_profile_plugin.xspace.dense_stats import densify
+from tb_profile_plugin.xspace.dense_stats import _compiled_plan, densify
 from tb_profile_plugin.xspace.model import Line, Plane, StatColumns
 from tb_profile_plugin.xspace.schema import StatKind
 from tests.unit.xspace.test_decode import DECODERS, assert_same_as_protobuf
@@ -153,3 +156,145 @@ def test_a_damaged_entry_is_refused() -> None:
     broken = StatColumns(**{**stats.__dict__, "codes8": codes})
     with pytest.raises(ValueError, match="outside their table"):
         broken.check_dense(n)
+
+
+# -- the compiled path (_wire.dense_plan) against the numpy path ---------------------------
+
+def _columns(row: np.ndarray, stat: np.ndarray, kind: np.ndarray, value: np.ndarray,
+             length: np.ndarray, strings: np.ndarray) -> Callable[[], StatColumns]:
+    """A maker of fresh copies of one line's sparse rows (each densify call its own)."""
+    def make() -> StatColumns:
+        return StatColumns(row.copy(), stat.copy(), kind.copy(), value.copy(), length.copy(),
+                           strings)
+    return make
+
+
+def _regular_line(rng: np.random.Generator, n: int, *, id_dtype: type = np.int32,
+                  length_dtype: type = np.uint8, id_base: int = 1
+                  ) -> Callable[[], StatColumns]:
+    """A line of `n` events, each listing a few of 12 stats in one order: small and wide
+    integers, doubles, refs, one value everywhere, thousands of distinct values, strings of
+    0-12 bytes (equal bytes at different offsets), and stats on some events only."""
+    pieces = [b"", b"a", b"$$1", b"ab\x00", b"12345678", b"123456789", b"kernel_details:x",
+              b"kernel_details:y", b"\xff\x00\x01"]
+    blob = np.frombuffer(b"".join(pieces * 3), np.uint8)
+    starts = np.cumsum([0] + [len(p) for p in pieces * 3])[:-1]
+    lengths = np.array([len(p) for p in pieces * 3])
+    rows, stats, kinds, values, lens = [], [], [], [], []
+    columns: list[tuple[int, object, Callable[[int], int], float]] = [
+        (StatKind.UINT64, None, lambda e: e // 3, 1.0),  # ~n/3 distinct: uint16 codes
+        (StatKind.INT64, None, lambda e: -5 + e % 7, 1.0),
+        (StatKind.INT64, None, lambda e: (e % 5) * 10**15 - 2**62, 1.0),  # wide: hashed
+        (StatKind.DOUBLE, None, lambda e: int(np.float64(e % 4 / 3).view(np.int64)), 0.9),
+        (StatKind.REF, None, lambda e: 42, 1.0),  # one value on every event
+        (StatKind.REF, None, lambda e: 42, 0.5),  # one value, on half the events
+        (StatKind.STR, "text", lambda e: e % len(starts), 1.0),
+        (StatKind.BYTES, "text", lambda e: (e * 7) % len(starts), 0.7),
+        (StatKind.UINT64, None, lambda e: 10**15 + e, 0.02),  # a flow on 2%: stays rows
+        (StatKind.UINT64, None, lambda e: int(rng.integers(0, 300)), 1.0),  # > 255 distinct
+        (StatKind.INT64, None, lambda e: int(rng.integers(-2**40, 2**40)), 0.3),  # all distinct
+        (StatKind.UINT64, None, lambda e: 2**64 - 1 - e % 3 if e % 2 else e % 3, 1.0),
+        (StatKind.INT64, None, lambda e: e, 1.0),  # all distinct: int32 codes past 65,535
+        (StatKind.INT64, None, lambda e: 5 * e + 3, 1.0),  # all distinct, spread: hashed
+        (StatKind.INT64, None, lambda e: [-2**63, 2**63 - 1, 0][e % 3], 1.0),  # the full range
+    ]
+    for e in range(n):
+        for j, (kind, text, value, share) in enumerate(columns):
+            if rng.random() >= share:
+                continue
+            rows.append(e)
+            stats.append(id_base + 3 * j)
+            kinds.append(kind)
+            v = value(e)
+            if text:
+                values.append(int(starts[v]))
+                lens.append(int(lengths[v]))
+            else:
+                values.append(v if v < 2**63 else v - 2**64)
+                lens.append(0)
+    return _columns(np.array(rows, np.int32), np.array(stats, id_dtype),
+                    np.array(kinds, np.uint8), np.array(values, np.int64),
+                    np.array(lens, length_dtype), blob)
+
+
+def _assert_same_columns(got: StatColumns, want: StatColumns) -> None:
+    for field in dataclasses.fields(StatColumns):
+        a, b = getattr(got, field.name), getattr(want, field.name)
+        assert a.dtype == b.dtype, (field.name, a.dtype, b.dtype)
+        assert np.array_equal(a, b), field.name
+
+
+def _odd_lines(rng: np.random.Generator) -> list[tuple[str, Callable[[], StatColumns], int]]:
+    """Lines the compiled path must refuse or get right in its checks (the numpy path's
+    answer is the reference)."""
+    n = 300
+    lines = []
+    twice = _regular_line(rng, n)()
+    stat, kind = twice.metadata_id.copy(), twice.kind.copy()
+    stat[1] = stat[0]  # event 0 carries its first stat twice
+    kind[40] = StatKind.NONE
+    lines.append(("twice and NONE", _columns(twice.row, stat, kind, twice.value, twice.length,
+                                             twice.strings), n))
+    mixed = _regular_line(rng, n)()
+    kind = mixed.kind.copy()
+    kind[np.flatnonzero(mixed.kind == StatKind.INT64)[3]] = StatKind.UINT64
+    lines.append(("two kinds", _columns(mixed.row, mixed.metadata_id, kind, mixed.value,
+                                        mixed.length, mixed.strings), n))
+    row = np.repeat(np.arange(n, dtype=np.int32), 4)
+    against = np.tile(np.array([4, 2, 3, 4], np.int32), n)
+    lines.append(("against one order", _columns(
+        row, against, np.full(4 * n, StatKind.INT64, np.uint8), np.arange(4 * n),
+        np.zeros(4 * n, np.uint8), np.zeros(0, np.uint8)), n))
+    many = np.tile(np.arange(70, dtype=np.int32), n)
+    lines.append(("70 stat ids", _columns(
+        np.repeat(np.arange(n, dtype=np.int32), 70), many,
+        np.full(70 * n, StatKind.INT64, np.uint8), many.astype(np.int64) % 3,
+        np.zeros(70 * n, np.uint8), np.zeros(0, np.uint8)), n))
+    shuffled = _regular_line(rng, n)()
+    order = rng.permutation(len(shuffled))
+    lines.append(("rows out of event order", _columns(
+        shuffled.row[order], shuffled.metadata_id[order], shuffled.kind[order],
+        shuffled.value[order], shuffled.length[order], shuffled.strings), n))
+    lines.append(("events past the line", _regular_line(rng, n), n - 10))
+    lines.append(("wide int64 ids", _regular_line(rng, n, id_dtype=np.int64,
+                                                  id_base=2**40), n))
+    lines.append(("int64 ids, uint16 lengths", _regular_line(
+        rng, n, id_dtype=np.int64, length_dtype=np.uint16), n))
+    lines.append(("int32 lengths", _regular_line(rng, n, length_dtype=np.int32), n))
+    return lines
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+def test_compiled_and_numpy_paths_give_equal_columns(pure: bool) -> None:
+    """`densify` by `_wire.dense_plan` (pure=False) gives the numpy path's columns, every array
+    equal in dtype and values, on regular lines and on every line its checks must send back
+    to numpy or keep as rows."""
+    rng = np.random.default_rng(7)
+    long_line = _regular_line(rng, 70_000)
+    lines = [("regular", _regular_line(rng, 1_000), 1_000),
+             ("regular, events without stats", _regular_line(rng, 1_000), 1_300),
+             ("70,000 events", long_line, 70_000)]
+    for name, make, n in lines + _odd_lines(rng):
+        try:
+            want = densify(make(), n, pure=True)
+        except IndexError:  # rows past the line's events: refused alike
+            with pytest.raises(IndexError):
+                densify(make(), n, pure=pure)
+            continue
+        got = densify(make(), n, pure=pure)
+        try:
+            _assert_same_columns(got, want)
+        except AssertionError as exc:
+            raise AssertionError(f"{name}: {exc}") from exc
+    out = densify(long_line(), 70_000, pure=pure)
+    assert len(out.dense_ids) >= 10 and set(out.dense_width.tolist()) == {0, 1, 2, 4}
+    if not pure:  # the compiled pass did these lines itself (None: sent back to numpy)
+        assert _compiled_plan(long_line(), 70_000) is not None
+
+
+@pytest.mark.parametrize("pure", DECODERS)
+def test_both_decoders_densify_the_gpu_line_alike(pure: bool) -> None:
+    data = _gpu_space()
+    _, want = _line(decode_xspace(data, pure=True).planes)
+    _, got = _line(decode_xspace(data, pure=pure).planes)
+    _assert_same_columns(got.stats, want.stats)
