@@ -179,17 +179,21 @@ def _structure(source: _Source, pure: bool
     checks that refuse what no profiler writes."""
     if not source.size:
         raise UnreadableProfile("the file is empty (0 bytes): the capture did not finish writing")
-    planes, rest_at = _leading_planes(source)
+    walked, rest_at = _walk_fields(source)
     rest = source.read(rest_at, source.size)
     fields = _scan(rest, 0, len(rest), pure)
+    if rest_at:  # (positions in the file, as the walked fields')
+        fields = fields + np.array([0, 0, rest_at, rest_at, rest_at], np.int64)
+    del rest
+    fields = np.concatenate([walked, fields]) if len(walked) else fields
     if np.any(fields[:, 0] > 4) or np.any(fields[:, 1] != 2):
         raise UnreadableProfile(
             "the file is protobuf but not an XSpace (unexpected fields): it is not an "
             ".xplane.pb written by a profiler"
         )
     is_plane = fields[:, 0] == 1
-    head = xplane_pb2.XSpace.FromString(_records(rest, fields[~is_plane]))
-    planes += [(rest_at + int(r[3]), rest_at + int(r[4])) for r in fields[is_plane]]
+    head = xplane_pb2.XSpace.FromString(_records_of(source, fields[~is_plane]))
+    planes = [(int(r[3]), int(r[4])) for r in fields[is_plane]]
     if len(planes) > max_lines():
         raise UnreadableProfile(
             f"the file holds {len(planes):,} planes; at most "
@@ -198,26 +202,41 @@ def _structure(source: _Source, pure: bool
     return head, planes
 
 
-def _leading_planes(source: _Source) -> tuple[list[tuple[int, int]], int]:
-    """The (start, end) of the planes a file read by ranges starts with (a writer puts the
-    planes, field 1, before the hostnames and messages), read a header at a time, and where
-    the rest begins; bytes in memory are scanned whole (no leading planes)."""
-    planes: list[tuple[int, int]] = []
+def _walk_fields(source: _Source) -> tuple[np.ndarray, int]:
+    """The top-level fields (`_scan`'s rows) of a file read by ranges, read a header at a
+    time, so that no plane is read here, and where the rest begins (read whole: bytes in
+    memory at once; a file that walks past `_MAX_WALKED` fields, which no profiler writes)."""
+    rows: list[tuple[int, int, int, int, int]] = []
     at = 0
     if source.ranges is None:
-        return planes, at
-    while at < source.size and len(planes) <= max_lines():
+        return np.zeros((0, 5), np.int64), at
+    while at < source.size and len(rows) < _MAX_WALKED:
         header = bytes(source.read(at, min(at + _HEADER_BYTES, source.size)))
         tag, length_at = _varint(header, 0)
-        if tag != (1 << 3 | 2):  # not a length-delimited field 1 (a plane): the rest, whole
+        if tag & 7 != 2:  # not length-delimited: not an XSpace's; the rest's scan says so
             break
         length, value_at = _varint(header, length_at)
         end = at + value_at + length
         if end > source.size:
-            raise ValueError("a plane reaches past the end of the file")
-        planes.append((at + value_at, end))
+            raise ValueError("a field reaches past the end of the file")
+        rows.append((tag >> 3, 2, at, at + value_at, end))
         at = end
-    return planes, at
+    return np.array(rows, np.int64).reshape(-1, 5), at
+
+
+#: Top-level fields read a header at a time at most (planes, hostnames, messages).
+_MAX_WALKED = 100_000
+
+
+def _records_of(source: _Source, rows: np.ndarray) -> bytes:
+    """`_records` of fields anywhere in the file: each run of adjacent fields read once."""
+    if len(rows) == 0:
+        return b""
+    begin, end = rows[:, 2], rows[:, 4]
+    cut = np.flatnonzero(begin[1:] != end[:-1]) + 1
+    starts = begin[np.concatenate([[0], cut])].tolist()
+    ends = end[np.concatenate([cut - 1, [len(rows) - 1]])].tolist()
+    return b"".join(bytes(source.read(a, b)) for a, b in zip(starts, ends, strict=True))
 
 
 #: A line of this many bytes or more is walked while no other such line is (`_decode_planes`):

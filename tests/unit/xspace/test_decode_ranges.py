@@ -12,6 +12,7 @@ import pytest
 from tb_profile_plugin import fs
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.xspace.decode import decode_xspace, outline_xspace
+from tb_profile_plugin.xspace.pb import xplane_pb2
 from tb_profile_plugin.xspace.store import ProfileStore
 from tests.fixtures import xplane_files
 from tests.unit.xspace.test_decode import DECODERS, assert_same_as_protobuf
@@ -50,11 +51,18 @@ def _peak_bytes(read: object) -> tuple[int, object]:
         tracemalloc.stop()
 
 
-def test_the_file_is_never_held_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hostnames_first", [False, True])
+def test_the_file_is_never_held_whole(tmp_path: Path, hostnames_first: bool) -> None:
     """Six GPU planes of 20,000 kernels: read by ranges, the decode's peak allocation is that
     of reading the file whole less most of the file (one plane is held while its lines are
-    found, then a line per thread)."""
+    found, then a line per thread), whatever order the top-level fields come in (a streaming
+    writer may put the hostnames first)."""
     data = _planes_space()
+    if hostnames_first:  # (two serialized messages one after the other parse as one)
+        space = xplane_pb2.XSpace.FromString(data)
+        hosts = xplane_pb2.XSpace(hostnames=space.hostnames)
+        del space.hostnames[:]
+        data = hosts.SerializeToString() + space.SerializeToString()
     path = tmp_path / "h.xplane.pb"
     path.write_bytes(data)
     whole_peak, _ = _peak_bytes(lambda: decode_xspace(fs.read_bytes(str(path))))
