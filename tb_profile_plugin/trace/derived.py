@@ -62,9 +62,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 
+from tb_profile_plugin.analysis.events.column_sizes import int64_rows
 from tb_profile_plugin.analysis.events.profile_cache import profile_forest
 from tb_profile_plugin.analysis.events.sort_order import group_time_order
 from tb_profile_plugin.analysis.events.table import EventTable, build_event_table
@@ -146,8 +148,17 @@ def _plane_canonical(profile: Profile, plane_index: int) -> CanonicalColumns:
     canon = full.canonical
     # Both tables list this plane's lines in the same order, so rows correspond.
     rows = full.plane_index == plane_index
-    return replace(canon, **{f.name: getattr(canon, f.name)[rows] for f in fields(canon)
-                             if f.name != "texts"})
+    count = int(np.count_nonzero(rows))
+    columns: dict[str, Any] = {f.name: _rows_of(getattr(canon, f.name), rows, count)
+                               for f in fields(canon) if f.name != "texts"}
+    return replace(canon, **columns)
+
+
+def _rows_of(column: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """`column[rows]`; a column no line wrote (one shared value, stride 0) stays one value."""
+    if column.ndim == 1 and column.strides == (0,):
+        return np.broadcast_to(column[:1], (count,)) if count else column[:0]
+    return column[rows]
 
 
 def _plane_executions(profile: Profile, plane_index: int) -> np.ndarray:
@@ -162,8 +173,7 @@ def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
     """Per event, a label code for its framework op: `name:Type` where the producer wrote the
     type (TensorFlow, as its own TensorFlow Ops line names them), else the op's name."""
     typed = np.where(canon.framework_typed, canon.op_type, -1)
-    pairs = np.stack([canon.op_name, typed], axis=1)
-    uniq, inverse = unique_rows(pairs)
+    uniq, inverse = unique_rows(int64_rows(canon.op_name, typed))
     texts = [canon.op_label(n, t) for n, t in uniq.tolist()]  # per distinct op, not event
     label = inverse.astype(np.int64)
     return np.where(canon.op_name >= 0, label, -1), texts

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin import column_threads
+from tb_profile_plugin.analysis.events.profile_cache import release_scratch
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace.depth import nesting_order, nesting_order_into
@@ -444,6 +445,9 @@ def build_index(profile: Profile) -> TraceIndex:
             both = derived + tracks
             tracks = [both[i] for i in sorted(range(len(ranks)), key=ranks.__getitem__)]
         per_process.append((plane, p_index, tracks))
+    # The derived tracks are made: the analyses' canonical and stat columns (~40 bytes per
+    # event) are not held while the index's columns are assembled beside them.
+    release_scratch(profile)
     return _assemble(profile, per_process, list(names.index), lines)
 
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.index import TraceIndex
@@ -141,23 +142,68 @@ def trace_set(profiles: Mapping[str, Profile]) -> TraceSet:
 
 def density_blocks(
     ids: np.ndarray, segment: np.ndarray, start: np.ndarray, end: np.ndarray, pixel_ps: float,
+    sub: np.ndarray | None = None,
 ) -> DensityBlocks:
     """The density blocks of overlapping events `ids` (in segment order, by start within a
-    segment; `start`/`end` theirs, ps) at a pixel of `pixel_ps`."""
-    sub = (end - start) < pixel_ps
-    joins = np.zeros(len(ids), bool)
-    joins[1:] = (sub[1:] & sub[:-1] & (segment[1:] == segment[:-1])
-                 & (start[1:] <= end[:-1] + pixel_ps))
-    members = np.flatnonzero(sub)
-    if len(members) == 0:
+    segment; `start`/`end` theirs, ps) at a pixel of `pixel_ps`. `sub`: the events narrower
+    than a pixel, where the caller has them (`_scan` reads them again)."""
+    if sub is None:
+        sub = (end - start) < pixel_ps
+    joins = _joins(segment, start, end, sub, pixel_ps)
+    if not sub.any():
         return NO_BLOCKS
-    offsets = np.flatnonzero(~joins[members])  # run starts, as positions in `members`
-    counts = np.diff(np.append(offsets, len(members)))
-    ends = np.maximum.reduceat(end[members], offsets)
-    firsts = members[offsets]
+    # A run of joined events lies side by side (each joins the one before it), so runs are
+    # taken as [first, stop) ranges of the events: no index or gathered end of every narrow
+    # event (the whole trace's, on the first request).
+    firsts = np.flatnonzero(sub & ~joins)
+    joins[:-1] = joins[1:]  # (now: joined by the next event)
+    joins[-1] = False
+    stops = np.flatnonzero(sub & ~joins)
+    stops += 1
+    counts = stops - firsts
     keep = counts >= 2
-    firsts = firsts[keep]
-    return DensityBlocks(segment[firsts], start[firsts], ends[keep], counts[keep], ids[firsts])
+    firsts, stops, counts = firsts[keep], stops[keep], counts[keep]
+    return DensityBlocks(segment[firsts], start[firsts], _range_maxima(end, firsts, stops),
+                         counts, ids[firsts])
+
+
+def _narrower_than(start: np.ndarray, end: np.ndarray, pixel_ps: float) -> np.ndarray:
+    """Per event: `(end - start) < pixel_ps`, the widths taken `column_sizes.CHUNK_EVENTS`
+    events at a time (not an int64 column of every event beside the starts and ends)."""
+    out = np.empty(len(start), bool)
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in range(0, len(start), chunk):
+        hi = min(lo + chunk, len(start))
+        np.less(end[lo:hi] - start[lo:hi], pixel_ps, out=out[lo:hi])
+    return out
+
+
+def _joins(segment: np.ndarray, start: np.ndarray, end: np.ndarray, sub: np.ndarray,
+           pixel_ps: float) -> np.ndarray:
+    """Per event: narrow, after a narrow one of its segment, and starting within a pixel of
+    its end. Taken `column_sizes.CHUNK_EVENTS` events at a time: the ends plus a pixel are
+    float64, a column of the whole trace's events on the first request otherwise."""
+    joins = np.zeros(len(sub), bool)
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in range(1, len(sub), chunk):
+        hi = min(lo + chunk, len(sub))
+        joins[lo:hi] = (sub[lo:hi] & sub[lo - 1 : hi - 1]
+                        & (segment[lo:hi] == segment[lo - 1 : hi - 1])
+                        & (start[lo:hi] <= end[lo - 1 : hi - 1] + pixel_ps))
+    return joins
+
+
+def _range_maxima(values: np.ndarray, firsts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """`max(values[firsts[k]:stops[k]])` for every k (non-empty, ascending, disjoint ranges):
+    one `reduceat` over the ranges' bounds, every other result."""
+    if len(firsts) == 0:
+        return np.zeros(0, values.dtype)
+    bounds = np.empty(2 * len(firsts), np.int64)
+    bounds[0::2] = firsts
+    bounds[1::2] = stops
+    if bounds[-1] == len(values):  # (the last range ends at the end: reduceat's own end)
+        bounds = bounds[:-1]
+    return np.maximum.reduceat(values, bounds)[0::2]
 
 
 def split_at_parents(index: TraceIndex, blocks: DensityBlocks, ids: np.ndarray,
@@ -390,10 +436,14 @@ def _overlapping(
     segment order, by start within a segment."""
     total = int(counts.sum())
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    ids = np.arange(total, dtype=np.int64) + np.repeat(lo - offsets, counts)
-    segment = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    # In place, and each column compressed in its turn: three columns of every candidate
+    # live at most (the whole trace's candidates on the first request).
+    ids = np.arange(total, dtype=np.int64)
+    ids += np.repeat(lo - offsets, counts)
     overlapping = index.end_ps[ids] >= a_ps
-    return ids[overlapping], segment[overlapping]
+    ids = ids[overlapping]
+    segment = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    return ids, segment[overlapping]
 
 
 def _scan(
@@ -402,9 +452,17 @@ def _scan(
     """The visible (ids, segment) and density blocks of overlapping events, reading each."""
     start = index.start_ps[ids]
     end = index.end_ps[ids]
-    blocks = density_blocks(ids, segment, start, end, pixel_ps)
-    column = np.floor((np.maximum(start, a_ps) - a_ps) / pixel_ps).astype(np.int64)
-    keep = (end - start) >= pixel_ps
+    narrow = _narrower_than(start, end, pixel_ps)
+    blocks = density_blocks(ids, segment, start, end, pixel_ps, narrow)
+    del end
+    # Each event's pixel column, made in the starts' own buffer and one float column: the
+    # floored quotients are whole numbers, equal exactly where their int64 values are.
+    np.maximum(start, a_ps, out=start)
+    start -= a_ps
+    column = np.true_divide(start, pixel_ps)
+    del start
+    np.floor(column, out=column)
+    keep = np.logical_not(narrow, out=narrow)  # (at least a pixel wide)
     if len(keep):
         keep[0] = True
         keep[1:] |= (column[1:] != column[:-1]) | (segment[1:] != segment[:-1])

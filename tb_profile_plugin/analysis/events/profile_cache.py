@@ -44,6 +44,13 @@ def _release_scratch(profile: Profile) -> None:
         nested.table.release_scratch()
 
 
+def release_scratch(profile: Profile) -> None:
+    """Drops the event table's scratch columns now, within a build whose remaining work
+    reads none of them (the trace index's assembly: its columns are made beside them
+    otherwise); a later reader builds them again."""
+    _release_scratch(profile)
+
+
 def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
     """`build`, memoised in the profile (see the module docstring)."""
     name = f"{build.__module__}.{build.__qualname__}"

@@ -96,9 +96,10 @@ class EventTable:
     def event_mask(self, name_mask: np.ndarray) -> np.ndarray:
         return name_mask[self.name_id]
 
-    def int_stat(self, stat_name: str, fill: int = -1) -> np.ndarray:
+    def int_stat(self, stat_name: str, fill: int = -1, *, keep: bool = True) -> np.ndarray:
         """Dense int64 column of an integer stat (refs give the referenced stat id); read-only
-        and shared (a stat no line writes costs no memory)."""
+        and shared (a stat no line writes costs no memory). `keep=False`: a column made here
+        is the caller's alone, not kept to the build's end (a pass that reads it once)."""
         key = ("int", stat_name, fill)
         out = self._stat_cache.get(key)
         if out is None:
@@ -113,7 +114,42 @@ class EventTable:
                     lo, hi = self.line_bounds[k], self.line_bounds[k + 1]
                     out[lo:hi] = self.lines[k][1].stats.int_column(stat_id, hi - lo, fill)
                 out.flags.writeable = False  # shared by every caller: never written
-            self._stat_cache[key] = out
+            if keep:
+                self._stat_cache[key] = out
+        return out
+
+    def int_stat_at_least(self, stat_name: str, low: int) -> np.ndarray:
+        """Per event: `int_stat(stat_name) >= low`, made line by line without the int64
+        column (`low` > -1: an event without the stat is False). Not kept: a mask read once
+        costs one byte per event, not the eight a kept column holds to the build's end."""
+        out = np.zeros(len(self), bool)
+        for k, (plane, line) in enumerate(self.lines):
+            stat_id = plane.stat_metadata.id_of(stat_name)
+            if stat_id is not None:
+                lo, hi = int(self.line_bounds[k]), int(self.line_bounds[k + 1])
+                np.greater_equal(line.stats.int_column(stat_id, hi - lo, -1), low,
+                                 out=out[lo:hi])
+        return out
+
+    def int_stat_rows(self, stat_name: str, lo: int, hi: int, fill: int = -1) -> np.ndarray:
+        """`int_stat(stat_name, fill)[lo:hi]`: the kept column's slice where it was made,
+        else the rows' own values (not kept: the lines of one plane, not every event)."""
+        kept = self._stat_cache.get(("int", stat_name, fill))
+        if kept is not None:
+            return kept[lo:hi]
+        out = np.full(hi - lo, fill, np.int64)
+        first = int(np.searchsorted(self.line_bounds, lo, "right")) - 1
+        for k in range(max(first, 0), len(self.lines)):
+            begin, end = int(self.line_bounds[k]), int(self.line_bounds[k + 1])
+            if begin >= hi:
+                break
+            plane, line = self.lines[k]
+            stat_id = plane.stat_metadata.id_of(stat_name)
+            if stat_id is None or end <= lo:
+                continue
+            column = line.stats.int_column(stat_id, end - begin, fill)
+            a, b = max(begin, lo), min(end, hi)
+            out[a - lo : b - lo] = column[a - begin : b - begin]
         return out
 
     def stat_rows(self, stat_name: str) -> SparseStat:

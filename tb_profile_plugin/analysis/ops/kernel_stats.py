@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.analysis.events.column_sizes import int64_rows
 from tb_profile_plugin.analysis.events.table import EventTable
 from tb_profile_plugin.xspace.producers import (
     KERNEL_DETAILS_STAT,
@@ -198,9 +199,9 @@ def build_kernel_stats(table: EventTable) -> KernelStats:
     if len(kernels) == 0:
         return KernelStats([], num_planes, int(on_gpu.sum()))
     canon = table.canonical
-    keys = np.stack([table.name_id[kernels], details_code[kernels], canon.op_name[kernels],
-                     np.where(canon.framework_typed[kernels], canon.op_type[kernels], -1),
-                     canon.hlo_op[kernels]], axis=1)
+    keys = int64_rows(table.name_id[kernels], details_code[kernels], canon.op_name[kernels],
+                      np.where(canon.framework_typed[kernels], canon.op_type[kernels], -1),
+                      canon.hlo_op[kernels])
     unique, inverse = unique_rows(keys)
     duration = table.durations_of(kernels)
     k = len(unique)

@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tb_profile_plugin.analysis.events import column_sizes
-from tb_profile_plugin.analysis.events.column_sizes import whole_group_parts
+from tb_profile_plugin.analysis.events.column_sizes import int64_rows, whole_group_parts
 from tb_profile_plugin.analysis.events.forest import Forest
 from tb_profile_plugin.analysis.events.nesting import compute_nesting, under
 from tb_profile_plugin.analysis.events.op_names import Op, OpCategory, is_tf_op_name, parse_op
+from tb_profile_plugin.analysis.events.sort_order import group_time_order
 from tb_profile_plugin.analysis.events.table import EventTable
-from tb_profile_plugin.analysis.steps.step_db import EventType, union_per_group
+from tb_profile_plugin.analysis.steps.step_db import EventType, union_sorted
 from tb_profile_plugin.xspace.producers import (
     HLO_OP_STAT,
     NO_DEVICE_OFFSET,
@@ -373,11 +374,12 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
         device = _aggregate([], empty, empty, empty, np.zeros(0, bool), [], [], None)
         return device, _per_tf_op(device, [], [], empty), {}
     canon = table.canonical
-    op_code = canon.op_name[device_events]
-    kernel_code = canon.kernel[device_events]
-    pairs = np.stack([op_code, kernel_code], axis=1)
-    unique_pairs, inverse = unique_rows(pairs)
-    key_of_event = inverse.astype(np.int64)
+    # The gathered codes and their pairs are temporaries of this call alone, and the ranks
+    # are int64 already: nothing per event beside the keys outlives it (26 bytes per device
+    # event less through the device op tables).
+    unique_pairs, key_of_event = unique_rows(
+        int64_rows(canon.op_name[device_events], canon.kernel[device_events]))
+    key_of_event = key_of_event.astype(np.int64, copy=False)
     first_event = np.zeros(len(unique_pairs), np.int64)
     first_event[key_of_event[::-1]] = np.arange(len(key_of_event))[::-1]
     labels: list[str] = []
@@ -394,6 +396,7 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
     dev_self, idle = _device_self_and_idle_ps(table, device_events, duration)
     device = _aggregate(labels, key_of_event, duration, dev_self, eager[device_events],
                         type_of_key, type_of_key, idle if len(device_events) else None)
+    del duration, dev_self  # summed into the rows: not held through the per-op passes
     per_op = _per_tf_op(device.without_idle(), op_of_key, type_of_key, key_of_event)
     facts = _op_facts(per_op.name, op_of_key, key_of_event, canon, device_events)
     return device, per_op, facts
@@ -415,6 +418,7 @@ def _device_self_and_idle_ps(table: EventTable, events: np.ndarray,
     offset = table.canonical.device_offset_ps[events]
     placed = offset != NO_DEVICE_OFFSET
     if not placed.any():
+        del offset, placed  # (not held through the nesting and the unions below)
         return (_direct_self_times(table, events, duration),
                 _device_idle_ps(table, events, duration))
     line = table.line_index[events].astype(np.int64)
@@ -456,17 +460,32 @@ def _device_idle_ps(table: EventTable, events: np.ndarray, duration: np.ndarray)
     where the device reports it), so ops and IDLE add up to the span."""
     if len(events) == 0:
         return 0
-    plane = table.plane_index[events].astype(np.int64)
-    start = table.start_ps[events]
-    end = start + duration
     n = len(table.profile.planes)
-    busy = union_per_group(plane, start, end, n)
+    plane, start, end = _by_plane_and_start(table, events, duration)
+    busy = union_sorted(plane, start, end, n)
     first = np.full(n, np.iinfo(np.int64).max, np.int64)
     last = np.full(n, np.iinfo(np.int64).min, np.int64)
     np.minimum.at(first, plane, start)
     np.maximum.at(last, plane, end)
     present = np.flatnonzero(np.bincount(plane, minlength=n))
     return int(np.sum(np.maximum(last[present] - first[present] - busy[present], 0)))
+
+
+def _by_plane_and_start(table: EventTable, events: np.ndarray, duration: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(plane, start, end) of `events` (end: start + `duration`), ordered by plane, then
+    start (`union_sorted`'s order). The plane codes keep the table's narrow dtype and each
+    unsorted column is dropped once its sorted copy exists: three int64 columns live at
+    most, not seven (the device IDLE was the overview's peak)."""
+    start = table.start_ps[events]
+    plane = table.plane_index[events]
+    order = group_time_order(plane, start)
+    plane = plane[order]
+    start = start[order]
+    end = duration[order]
+    del order
+    end += start
+    return plane, start, end
 
 
 @dataclass(frozen=True)
@@ -530,8 +549,8 @@ def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,
     events = np.flatnonzero(is_xla)
     if len(events) == 0:
         return host
-    pairs = np.stack([canon.module[events], canon.hlo_op[events]], axis=1)
-    uniq, first, inverse = unique_rows(pairs, return_index=True)
+    uniq, first, inverse = unique_rows(int64_rows(canon.module[events], canon.hlo_op[events]),
+                                       return_index=True)
     names = [f"{canon.text(m)}/{canon.text(h)}" if m >= 0 else canon.text(h)
              for m, h in uniq.tolist()]  # per distinct (module, HLO op)
     types = [canon.text(int(c)) for c in canon.op_type[events[first]].tolist()]

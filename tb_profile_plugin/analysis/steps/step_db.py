@@ -182,7 +182,7 @@ def classify(forest: Forest, grouped_only: bool = True) -> tuple[np.ndarray, np.
     device_types = np.array([_device_name_type(n) for n in table.names], np.int8)
     types = np.where(on_device, device_types[table.name_id], host_types[table.name_id])
     if has_device:
-        launch = (~on_device) & (table.int_stat(CORRELATION_ID_STAT) >= 0) & (types >= 0)
+        launch = (~on_device) & table.int_stat_at_least(CORRELATION_ID_STAT, 0) & (types >= 0)
         types[launch & (types == EventType.HOST_COMPUTE)] = EventType.HOST_PREPARE
         shape_code, shapes = table.str_stat_codes("shape")
         is_half = np.array([("half" in text) for text in shapes] + [False])
@@ -463,10 +463,20 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     ev_end = np.minimum(ev_end[keep], finish[ev_group])
     # One sort by (group, start) of the events left after clipping; each type's threshold
     # selects from it, still sorted. A type no event has leaves the union above it unchanged.
-    order = np.flatnonzero(ev_end > ev_start)
-    order = order[group_time_order(ev_group[order], ev_start[order])]
-    ev_group, ev_type = ev_group[order], ev_type[order]
-    ev_start, ev_end = ev_start[order], ev_end[order]
+    # The empty ones dropped first, column by column (each copy replaces its column), then
+    # sorted: no index of the kept events beside gathered copies of their groups and starts.
+    nonempty = ev_end > ev_start
+    ev_group = ev_group[nonempty]
+    ev_type = ev_type[nonempty]
+    ev_start = ev_start[nonempty]
+    ev_end = ev_end[nonempty]
+    del nonempty
+    order = group_time_order(ev_group, ev_start)
+    ev_group = ev_group[order]
+    ev_type = ev_type[order]
+    ev_start = ev_start[order]
+    ev_end = ev_end[order]
+    del order
     present = np.zeros(NUM_TYPES, bool)
     present[unique_ints(ev_type)[0]] = True
 

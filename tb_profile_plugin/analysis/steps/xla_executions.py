@@ -179,7 +179,7 @@ def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
     `calls`: empty, or [_host_calls(table)] (filled here on first need)."""
     rows = np.flatnonzero(table.plane_index == plane_index)
     by_time = np.argsort(table.start_ps[rows], kind="stable")  # (= lexsort with positions)
-    run_id = table.int_stat("run_id", NO_RUN)[rows]
+    run_id = _plane_int_stat(table, "run_id", rows, NO_RUN)
     if not np.any(run_id[module[rows] >= 0] != NO_RUN):
         if not calls:
             calls.append(_host_calls(table))
@@ -202,6 +202,16 @@ def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
     return code_of[first_module], begin, end
 
 
+def _plane_int_stat(table: EventTable, stat_name: str, rows: np.ndarray,
+                    fill: int) -> np.ndarray:
+    """`table.int_stat(stat_name, fill)[rows]` for the rows of one plane: its lines lie side
+    by side in the table, so only their values are read (no int64 column of every event
+    kept to the build's end for one plane at a time)."""
+    if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+        return table.int_stat_rows(stat_name, int(rows[0]), int(rows[-1]) + 1, fill)
+    return table.int_stat(stat_name, fill)[rows]
+
+
 def _host_calls(table: EventTable) -> np.ndarray:
     """Per event: the host-side call (of its own module) holding its launch, or NO_RUN.
 
@@ -215,7 +225,8 @@ def _host_calls(table: EventTable) -> np.ndarray:
         return out
     canon = table.canonical
     texts = canon.texts
-    correlation = table.int_stat(CORRELATION_ID_STAT)
+    # Read here alone (the step types read a mask of it): not kept through the analyses.
+    correlation = table.int_stat(CORRELATION_ID_STAT, keep=False)
     on_device = table.on_device
     launches = np.flatnonzero(~on_device & (correlation >= 0))
     launches = launches[np.argsort(correlation[launches], kind="stable")]
