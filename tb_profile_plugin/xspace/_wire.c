@@ -13,12 +13,21 @@
  * Returned tuple (all integers little-endian, native width as named):
  *   id, display_id, name (bytes), display_name (bytes), timestamp_ns, duration_ps,
  *   (columns are writable buffers, `Block`s)
- *   event_metadata_id (int64[n]), event_offset_ps (int64[n]), event_duration_ps (int64[n]),
+ *   event_metadata_id (int32[n], int64 where an id does not fit), event_offset_ps (int64[n]),
+ *   event_duration_ps (int64[n]),
  *   event_num_occurrences (int64[n]) or None when no event is an aggregate,
- *   stat_event_index (int32[m]), stat_metadata_id (int64[m]), stat_kind (uint8[m]),
+ *   stat_event_index (int32[m]), stat_metadata_id (int32[m], int64 where an id does not fit),
+ *   stat_kind (uint8[m]),
  *   stat_value (int64[m]: raw bits; for str/bytes the offset of the value in buf),
- *   stat_length (int32[m]: byte length of str/bytes values, else 0)
+ *   stat_length (uint8[m], uint16 or int32 where a length does not fit: byte length of
+ *   str/bytes values, else 0),
+ *   then the entry widths of event_metadata_id, stat_metadata_id and stat_length (empty
+ *   columns: 8, 8 and 4, the widths `_narrowed_ids` / `_narrowed_lengths` leave them at)
  * Stat kinds: 1 double, 2 uint64, 3 int64, 4 str, 5 bytes, 6 ref (see schema.py).
+ *
+ * decode_line_dense (further down) walks a line the same way but codes its stats as it goes
+ * (dense_plan's passes, a stat row at a time), writing rows only for the stats that stay
+ * sparse: the decoder's first choice, decode_line where it declines a line.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -85,11 +94,69 @@ static int col_reserve(Col *c, size_t count) {
     return 1;
 }
 
+/* The column's first `filled` entries widened in place to `item` bytes each (a wider item
+ * than now): integers of 4 bytes sign-extended to 8 (metadata ids), of 1 or 2 bytes
+ * zero-extended to 2 or 4 (lengths). The entries are moved from the last one back, so that
+ * no entry is overwritten before it is read. 0 when memory ran out. */
+static int col_widen(Col *c, size_t filled, size_t item) {
+    if (c->cap) {
+        if (c->cap > SIZE_MAX / item) return 0;
+        char *grown = realloc(c->data, c->cap * item);
+        if (!grown) return 0;
+        c->data = grown;
+    }
+    size_t old = c->item;
+    c->item = item;
+    for (size_t k = filled; k-- > 0;) {
+        if (old == 4) ((int64_t *)c->data)[k] = ((const int32_t *)c->data)[k];
+        else if (old == 1 && item == 2) ((uint16_t *)c->data)[k] = ((const uint8_t *)c->data)[k];
+        else if (old == 1) ((int32_t *)c->data)[k] = ((const uint8_t *)c->data)[k];
+        else ((int32_t *)c->data)[k] = ((const uint16_t *)c->data)[k];
+    }
+    return 1;
+}
+
+/* Entry `i` of an id column kept as int32 while every id fits (`_narrowed_ids` in
+ * decode.py), widened to int64 at the first that does not. 0 when memory ran out. */
+static inline int put_id(Col *c, size_t i, int64_t id) {
+    if (c->item == 4 && (id < INT32_MIN || id > INT32_MAX) && !col_widen(c, i, 8)) return 0;
+    if (c->item == 4) ((int32_t *)c->data)[i] = (int32_t)id;
+    else ((int64_t *)c->data)[i] = id;
+    return 1;
+}
+
+/* Entry `i` of a length column kept as uint8, then uint16, while every length fits
+ * (`_narrowed_lengths` in decode.py), else int32. 0 when memory ran out. */
+static inline int put_length(Col *c, size_t i, int32_t length) {
+    size_t need = length <= 0xFF ? 1 : length <= 0xFFFF ? 2 : 4;
+    if (need > c->item && !col_widen(c, i, need)) return 0;
+    if (c->item == 1) ((uint8_t *)c->data)[i] = (uint8_t)length;
+    else if (c->item == 2) ((uint16_t *)c->data)[i] = (uint16_t)length;
+    else ((int32_t *)c->data)[i] = length;
+    return 1;
+}
+
+/* A line's columns being filled. The id columns (meta, st_meta) start as int32 and the
+ * lengths (st_length) as uint8, each widened only when an entry does not fit: the walk hands
+ * over the columns the decoder keeps (narrowed as `_narrowed_ids` / `_narrowed_lengths`
+ * narrow them), never int64 ids and int32 lengths to be copied narrower (7 bytes a stat row
+ * less at the line's peak, when its bytes and every column are held at once). */
 typedef struct {
     Col meta, offset, duration, occurrences, st_event, st_length, st_meta, st_value, st_kind;
     Py_ssize_t n_events, n_stats;
     int has_occurrences, no_memory;
+    /* `decode_line_dense`'s passes (WALK_*): what a stat row is for, and their state. */
+    int mode;
+    struct LinePlan *line;
 } Columns;
+
+/* What the walk does: fill every column (`decode_line`), or one of `decode_line_dense`'s
+ * passes: the events' columns and each stat row seen (its checks, ranges, pairs), then
+ * each row coded, then the rows that stay sparse written (events passed over). */
+enum { WALK_ROWS = 0, WALK_SEE, WALK_CODE, WALK_KEEP };
+
+static int line_row(Columns *cols, int32_t event_index, int64_t meta, uint8_t kind,
+                    int64_t value, int32_t length);
 
 /* Decodes one XStat in [p, end) into the stat columns. */
 static int decode_stat(Reader *outer, const uint8_t *p, const uint8_t *end, Columns *cols,
@@ -120,6 +187,7 @@ static int decode_stat(Reader *outer, const uint8_t *p, const uint8_t *end, Colu
         else if (!skip_value(&r, wt)) return 0;
         if (r.error) return 0;
     }
+    if (cols->mode != WALK_ROWS) return line_row(cols, event_index, meta, kind, value, length);
     Py_ssize_t i = cols->n_stats;
     if (!col_reserve(&cols->st_event, i + 1) || !col_reserve(&cols->st_meta, i + 1) ||
         !col_reserve(&cols->st_kind, i + 1) || !col_reserve(&cols->st_value, i + 1) ||
@@ -127,11 +195,14 @@ static int decode_stat(Reader *outer, const uint8_t *p, const uint8_t *end, Colu
         cols->no_memory = 1;
         return 0;
     }
+    if (!put_id(&cols->st_meta, (size_t)i, meta) ||
+        !put_length(&cols->st_length, (size_t)i, length)) {
+        cols->no_memory = 1;
+        return 0;
+    }
     ((int32_t *)cols->st_event.data)[i] = event_index;
-    ((int64_t *)cols->st_meta.data)[i] = meta;
     ((uint8_t *)cols->st_kind.data)[i] = kind;
     ((int64_t *)cols->st_value.data)[i] = value;
-    ((int32_t *)cols->st_length.data)[i] = length;
     cols->n_stats++;
     return 1;
 }
@@ -158,6 +229,10 @@ static int decode_event(Reader *outer, const uint8_t *p, const uint8_t *end, Col
         else if (!skip_value(&r, wt)) return 0;
         if (r.error) return 0;
     }
+    if (cols->mode > WALK_SEE) {  /* (the events' columns are written) */
+        cols->n_events++;
+        return 1;
+    }
     if (!col_reserve(&cols->meta, index + 1) || !col_reserve(&cols->offset, index + 1) ||
         !col_reserve(&cols->duration, index + 1)) {
         cols->no_memory = 1;
@@ -171,7 +246,10 @@ static int decode_event(Reader *outer, const uint8_t *p, const uint8_t *end, Col
         memset(cols->occurrences.data, 0, (size_t)index * 8);
         cols->has_occurrences = 1;
     }
-    ((int64_t *)cols->meta.data)[index] = meta;
+    if (!put_id(&cols->meta, (size_t)index, meta)) {
+        cols->no_memory = 1;
+        return 0;
+    }
     ((int64_t *)cols->offset.data)[index] = offset;
     ((int64_t *)cols->duration.data)[index] = duration;
     if (cols->has_occurrences) {
@@ -196,7 +274,7 @@ typedef struct {
  * only the entries written are ever touched). */
 static int walk_line(const uint8_t *buf, Py_ssize_t size, Columns *cols, Header *h) {
     Reader r = {buf, buf + size, buf, 0};
-    size_t guess = (size_t)size / 16 + 1;
+    size_t guess = cols->mode > WALK_SEE ? 0 : (size_t)size / 16 + 1;
     if (!col_reserve(&cols->meta, guess) || !col_reserve(&cols->offset, guess) ||
         !col_reserve(&cols->duration, guess)) {
         cols->no_memory = 1;
@@ -298,10 +376,9 @@ static PyObject *decode_line(PyObject *self, PyObject *args) {
     const uint8_t *buf = (const uint8_t *)view.buf;
     Columns cols;
     memset(&cols, 0, sizeof cols);
-    cols.meta.item = cols.offset.item = cols.duration.item = cols.occurrences.item = 8;
-    cols.st_meta.item = cols.st_value.item = 8;
-    cols.st_event.item = cols.st_length.item = 4;
-    cols.st_kind.item = 1;
+    cols.offset.item = cols.duration.item = cols.occurrences.item = cols.st_value.item = 8;
+    cols.meta.item = cols.st_meta.item = cols.st_event.item = 4;  /* (ids: widened as needed) */
+    cols.st_kind.item = cols.st_length.item = 1;                  /* (lengths: the same) */
     Header h;
     memset(&h, 0, sizeof h);
     int ok;
@@ -316,6 +393,9 @@ static PyObject *decode_line(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t n = cols.n_events, m = cols.n_stats;
+    /* Entry widths of the narrowed columns; empty ones as `_narrowed_*` leave them. */
+    int meta_size = n ? (int)cols.meta.item : 8, st_meta_size = m ? (int)cols.st_meta.item : 8,
+        st_length_size = m ? (int)cols.st_length.item : 4;
     /* meta, offset, duration, occurrences, stat event, meta, kind, value, length */
     Col *source[9] = {&cols.meta, &cols.offset, &cols.duration, &cols.occurrences,
                       &cols.st_event, &cols.st_meta, &cols.st_kind, &cols.st_value,
@@ -344,9 +424,10 @@ static PyObject *decode_line(PyObject *self, PyObject *args) {
     PyObject *o_meta = out[0], *o_offset = out[1], *o_dur = out[2], *o_occ = out[3],
              *o_sev = out[4], *o_smeta = out[5], *o_skind = out[6], *o_sval = out[7],
              *o_slen = out[8];
-    return Py_BuildValue("LLNNLLNNNNNNNNN", (long long)h.id, (long long)h.display_id, name,
+    return Py_BuildValue("LLNNLLNNNNNNNNNiii", (long long)h.id, (long long)h.display_id, name,
                          display, (long long)h.timestamp_ns, (long long)h.duration_ps, o_meta,
-                         o_offset, o_dur, o_occ, o_sev, o_smeta, o_skind, o_sval, o_slen);
+                         o_offset, o_dur, o_occ, o_sev, o_smeta, o_skind, o_sval, o_slen,
+                         meta_size, st_meta_size, st_length_size);
 }
 
 /* scan_fields(buf, start, end) -> bytes of int64 rows (field, wire_type, record_start,
@@ -615,6 +696,7 @@ typedef struct {
     const void *length; const uint8_t *strings;
     Py_ssize_t m, num_rows, n_strings, min_count;
     int id_size, length_size;
+    int kept_positions;                /* note the kept rows' positions (`kept`) */
     int k, no_memory;
     int64_t stat_ids[DENSE_MAX_STATS];
     uint8_t order[DENSE_MAX_STATS];   /* first-sight rank -> rank among the sorted ids */
@@ -634,6 +716,10 @@ static void dense_free(DensePlan *d) {
     free(d->rank);
     free(d->kept);
 }
+
+static void dense_settle(DensePlan *d, int k, const uint8_t *kind0, const int64_t *count,
+                         const int64_t *vmin, const int64_t *vmax, uint64_t mixed,
+                         const uint8_t *first_pairs);
 
 /* Pass one: ranks (first sight), checks, pairs and each stat's value range. 0: a line not
  * handled here (or out of memory). Inlined once per width of the ids (a constant here). */
@@ -698,6 +784,15 @@ static inline __attribute__((always_inline)) int dense_pass_of(DensePlan *d, int
 #undef DENSE_ID
     free(slot);
     if (!ok) return 0;
+    dense_settle(d, k, kind0, count, vmin, vmax, mixed, first_pairs);
+    return 1;
+}
+
+/* Pass one's verdicts: each stat's kind, checks, count and range, the sorted ranks and the
+ * pairs by sorted rank. */
+static void dense_settle(DensePlan *d, int k, const uint8_t *kind0, const int64_t *count,
+                         const int64_t *vmin, const int64_t *vmax, uint64_t mixed,
+                         const uint8_t *first_pairs) {
     d->k = k;
     for (int s = 0; s < k; s++) {
         DenseStat *t = &d->st[s];
@@ -721,7 +816,6 @@ static inline __attribute__((always_inline)) int dense_pass_of(DensePlan *d, int
     for (int a = 0; a < k; a++)
         for (int b = 0; b < k; b++)
             d->pairs[d->order[a] * k + d->order[b]] = first_pairs[a * DENSE_MAX_STATS + b];
-    return 1;
 }
 
 static int dense_pass(DensePlan *d) {
@@ -749,8 +843,10 @@ static int dense_width(int64_t n_table) {
 /* How each stat is coded and where pass two writes it; 0 when memory ran out. */
 static int dense_prepare(DensePlan *d, DenseLanes *lanes) {
     int64_t n = d->num_rows;
-    d->kept = malloc((size_t)d->m * 8);  /* (only the pages written are touched) */
-    if (!d->kept) return 0;
+    if (d->kept_positions) {  /* (the row walk's: only the pages written are touched) */
+        d->kept = malloc((size_t)d->m * 8);
+        if (!d->kept) return 0;
+    }
     for (int s = 0; s < d->k; s++) {
         DenseStat *t = &d->st[s];
         lanes->slow[s] = 0;
@@ -798,14 +894,11 @@ static int dense_prepare(DensePlan *d, DenseLanes *lanes) {
 
 /* A hash-coded row: its value's code (a string's: by its bytes) at its event. 1 done, 0 out
  * of memory, -1 a string not handled here (told apart by offset in numpy). */
-static int dense_slow_row(DensePlan *d, DenseStat *t, Py_ssize_t i, int32_t r, int64_t v) {
+static int dense_slow_row(DensePlan *d, DenseStat *t, int32_t r, int64_t v, int64_t length) {
     int32_t code;
     if (t->method == CODE_HASH) {
         code = hash_int_code(&t->hash, v);
     } else {
-        int64_t length = d->length_size == 1 ? ((const uint8_t *)d->length)[i]
-                       : d->length_size == 2 ? ((const uint16_t *)d->length)[i]
-                       : ((const int32_t *)d->length)[i];
         t->string_bytes += length;
         if (length > DENSE_LONG_STRING || v < 0 || length < 0 || v > d->n_strings - length ||
             t->string_bytes > DENSE_MAX_STRING_BYTES)
@@ -834,7 +927,10 @@ static int dense_second_pass(DensePlan *d, DenseLanes *lanes) {
             continue;
         }
         if (lanes->slow[s]) {
-            int done = dense_slow_row(d, &d->st[s], i, r, v);
+            int64_t length = d->length_size == 1 ? ((const uint8_t *)d->length)[i]
+                           : d->length_size == 2 ? ((const uint16_t *)d->length)[i]
+                           : ((const int32_t *)d->length)[i];
+            int done = dense_slow_row(d, &d->st[s], r, v, length);
             if (done <= 0) return done;
             continue;
         }
@@ -979,6 +1075,44 @@ static PyObject *block_from(void *data, Py_ssize_t bytes) {
     return block_of(&c, bytes);
 }
 
+/* The plan's stat ids, first rows, pairs and sorted ranks (each by sorted rank, as bytes) and
+ * its stats by sorted rank: None or (count, kind, table, table_lengths, codes or None,
+ * width), their arrays handed over as Blocks. New references in out[0..4]; 0 on failure
+ * (the caller drops what was made). */
+static int dense_outputs(DensePlan *d, Py_ssize_t num_rows, PyObject **out) {
+    int k = d->k;
+    out[0] = PyBytes_FromStringAndSize(NULL, k * 8);
+    out[1] = PyBytes_FromStringAndSize(NULL, k * 8);
+    out[2] = PyBytes_FromStringAndSize((const char *)d->pairs, k * k);
+    out[3] = PyBytes_FromStringAndSize((const char *)d->order, k);
+    out[4] = PyList_New(k);
+    if (!out[0] || !out[1] || !out[2] || !out[3] || !out[4]) return 0;
+    for (int s = 0; s < k; s++) {
+        int j = d->order[s];
+        DenseStat *t = &d->st[s];
+        ((int64_t *)PyBytes_AS_STRING(out[0]))[j] = d->stat_ids[s];
+        ((int64_t *)PyBytes_AS_STRING(out[1]))[j] = t->first_seen;
+        PyObject *item;
+        if (!t->n_table) {
+            item = Py_NewRef(Py_None);
+        } else {
+            PyObject *table = block_from(t->table, t->n_table * 8);
+            t->table = NULL;
+            PyObject *lens = table ? block_from(t->table_len, t->n_table * 4) : NULL;
+            t->table_len = NULL;
+            PyObject *codes = !lens ? NULL : t->codes ? block_from(t->codes, num_rows * t->width)
+                                                      : Py_NewRef(Py_None);
+            t->codes = NULL;
+            item = codes ? Py_BuildValue("LiNNNi", (long long)t->count, t->kind, table, lens,
+                                         codes, t->width) : NULL;
+            if (!codes) { Py_XDECREF(table); Py_XDECREF(lens); }
+        }
+        if (!item) return 0;
+        PyList_SET_ITEM(out[4], j, item);
+    }
+    return 1;
+}
+
 static PyObject *dense_plan(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer row, ids, kind, value, length, strings;
@@ -1003,7 +1137,7 @@ static PyObject *dense_plan(PyObject *self, PyObject *args) {
                      .length = length.buf, .strings = strings.buf, .m = m,
                      .num_rows = num_rows, .n_strings = strings.len, .min_count = min_count,
                      .id_size = id_size,
-                     .length_size = length_size};
+                     .length_size = length_size, .kept_positions = 1};
     d->rank = malloc((size_t)m);
     if (!d->rank) { PyErr_NoMemory(); goto done; }
     int ok;
@@ -1018,47 +1152,19 @@ static PyObject *dense_plan(PyObject *self, PyObject *args) {
     /* (stat_ids, first_seen, pairs, rank, sorted_rank, kept (int64 positions of the rows of
      *  the stats that are not candidates), stats by sorted rank: None or
      *  (count, kind, table, table_lengths, codes or None, width)) */
-    int k = d->k;
-    PyObject *stat_ids = PyBytes_FromStringAndSize(NULL, k * 8);
-    PyObject *first_seen = PyBytes_FromStringAndSize(NULL, k * 8);
-    PyObject *pairs = PyBytes_FromStringAndSize((const char *)d->pairs, k * k);
-    PyObject *sorted_rank = PyBytes_FromStringAndSize((const char *)d->order, k);
-    PyObject *per_stat = PyList_New(k);
-    PyObject *rank = block_from(d->rank, m);
+    PyObject *parts[5] = {NULL}, *rank = NULL, *kept = NULL;
+    if (!dense_outputs(d, num_rows, parts)) goto fail;
+    rank = block_from(d->rank, m);
     d->rank = NULL;
-    PyObject *kept = rank ? block_from(d->kept, d->n_kept * 8) : NULL;
+    kept = rank ? block_from(d->kept, d->n_kept * 8) : NULL;
     d->kept = NULL;
-    if (!stat_ids || !first_seen || !pairs || !sorted_rank || !per_stat || !rank || !kept)
-        goto fail;
-    for (int s = 0; s < k; s++) {
-        int j = d->order[s];
-        DenseStat *t = &d->st[s];
-        ((int64_t *)PyBytes_AS_STRING(stat_ids))[j] = d->stat_ids[s];
-        ((int64_t *)PyBytes_AS_STRING(first_seen))[j] = t->first_seen;
-        PyObject *item;
-        if (!t->n_table) {
-            item = Py_NewRef(Py_None);
-        } else {
-            PyObject *table = block_from(t->table, t->n_table * 8);
-            t->table = NULL;
-            PyObject *lens = table ? block_from(t->table_len, t->n_table * 4) : NULL;
-            t->table_len = NULL;
-            PyObject *codes = !lens ? NULL : t->codes ? block_from(t->codes, num_rows * t->width)
-                                                      : Py_NewRef(Py_None);
-            t->codes = NULL;
-            item = codes ? Py_BuildValue("LiNNNi", (long long)t->count, t->kind, table, lens,
-                                         codes, t->width) : NULL;
-            if (!codes) { Py_XDECREF(table); Py_XDECREF(lens); }
-        }
-        if (!item) goto fail;
-        PyList_SET_ITEM(per_stat, j, item);
-    }
-    result = Py_BuildValue("NNNNNNN", stat_ids, first_seen, pairs, rank, sorted_rank, kept,
-                           per_stat);
+    if (!kept) goto fail;
+    result = Py_BuildValue("NNNNNNN", parts[0], parts[1], parts[2], rank, parts[3], kept,
+                           parts[4]);
     goto done;
 fail:
-    Py_XDECREF(stat_ids); Py_XDECREF(first_seen); Py_XDECREF(pairs); Py_XDECREF(sorted_rank);
-    Py_XDECREF(per_stat); Py_XDECREF(rank); Py_XDECREF(kept);
+    for (int j = 0; j < 5; j++) Py_XDECREF(parts[j]);
+    Py_XDECREF(rank); Py_XDECREF(kept);
 done:
     if (d) {
         dense_free(d);
@@ -1095,6 +1201,256 @@ static PyObject *rows_except(PyObject *self, PyObject *args) {
     return block_from(out, count * 8);
 }
 
+/* ---- A line walked straight into dense stats (`decode_line_dense`) -------------------------
+ *
+ * decode_line_dense(buf, row_bytes, slot_bytes) gives what decode_line and dense_plan give
+ * together, without a column per stat row: a device line's sparse rows (18 bytes each, 13M
+ * on an 8-GPU capture's kernel line of 1M events, with the line's 123 MB of bytes held as
+ * well) were its decode's peak. It walks the line's bytes up to three times (each walk reads
+ * the same bytes: a fraction of the cost of writing and reading the rows' columns): once for
+ * the events' columns and what dense_plan's pass one learns of each stat row (its checks,
+ * value range, neighbours), once for pass two's codes (strings told apart where they stand in
+ * buf), and, where some rows stay sparse (a stat that cannot be dense, or whose codes would
+ * cost more than its rows: `_worth_dense` in dense_stats.py, with its costs `row_bytes` and
+ * `slot_bytes`), once more for those rows alone. A line dense_plan would not do (more than
+ * 64 stat ids, ids past 65535, long strings), or a malformed one, gives None: the decoder
+ * then walks it with decode_line. */
+
+typedef struct LinePlan {
+    DensePlan d;
+    DenseLanes lanes;
+    uint8_t slot[DENSE_ID_SLOTS];      /* stat id -> first-sight rank */
+    uint8_t first_pairs[DENSE_MAX_STATS * DENSE_MAX_STATS + 1];
+    uint8_t kind0[DENSE_MAX_STATS];
+    uint8_t keep[DENSE_MAX_STATS];     /* by first-sight rank: its rows stay sparse */
+    int64_t count[DENSE_MAX_STATS], vmin[DENSE_MAX_STATS], vmax[DENSE_MAX_STATS];
+    uint64_t mixed;
+    int32_t previous_row, longest;
+    int previous, bail;                /* bail: a line left to decode_line */
+    Py_ssize_t rows, n_kept;
+    Col k_row, k_meta, k_kind, k_value, k_length;  /* the rows that stay sparse */
+} LinePlan;
+
+/* Pass one's view of a stat row (dense_pass_of's loop, a row at a time). */
+static int line_see(LinePlan *p, int32_t r, int64_t id, uint8_t kind, int64_t v,
+                    int32_t length) {
+    DensePlan *d = &p->d;
+    if ((uint64_t)id >= DENSE_ID_SLOTS) { p->bail = 1; return 0; }  /* (negative ids too) */
+    int s = p->slot[id];
+    if (s == DENSE_NO_STAT) {
+        if (d->k == DENSE_MAX_STATS) { p->bail = 1; return 0; }
+        s = d->k++;
+        p->slot[id] = (uint8_t)s;
+        d->st[s].first_seen = p->rows;
+        d->stat_ids[s] = id;
+        p->kind0[s] = kind;
+        p->mixed |= (uint64_t)(kind == 0) << s;  /* NONE: never dense */
+        p->count[s] = 0;
+        p->vmin[s] = INT64_MAX;
+        p->vmax[s] = INT64_MIN;
+    }
+    p->mixed |= (uint64_t)(kind != p->kind0[s]) << s;
+    if (v < p->vmin[s]) p->vmin[s] = v;
+    if (v > p->vmax[s]) p->vmax[s] = v;
+    p->count[s]++;
+    p->first_pairs[r == p->previous_row ? p->previous * DENSE_MAX_STATS + s
+                                        : DENSE_MAX_STATS * DENSE_MAX_STATS] = 1;
+    p->previous_row = r;
+    p->previous = s;
+    if (length > p->longest) p->longest = length;
+    p->rows++;
+    return 1;
+}
+
+/* Pass two's coding of a stat row (dense_second_pass's loop body). */
+static int line_code(Columns *cols, LinePlan *p, int32_t r, int64_t id, int64_t v,
+                     int32_t length) {
+    DenseLanes *lanes = &p->lanes;
+    int s = p->slot[id];  /* (every id below DENSE_ID_SLOTS: pass one saw to it) */
+    if (lanes->idle[s]) return 1;
+    if (lanes->slow[s]) {
+        int done = dense_slow_row(&p->d, &p->d.st[s], r, v, length);
+        if (done < 0) p->bail = 1;
+        if (done == 0) cols->no_memory = 1;
+        return done == 1;
+    }
+    uint64_t offset = (uint64_t)v - (uint64_t)lanes->base[s];
+    uint32_t code = (uint32_t)(offset + 1);
+    memcpy(lanes->out[s] + ((size_t)r << lanes->shift[s]), &code, 4);
+    lanes->present[s][offset] = 1;
+    return 1;
+}
+
+/* A row that stays sparse, written (room for every such row was made first). */
+static int line_keep(LinePlan *p, int32_t r, int64_t id, uint8_t kind, int64_t v,
+                     int32_t length) {
+    if (!p->keep[p->slot[id]]) return 1;
+    Py_ssize_t k = p->n_kept++;
+    ((int32_t *)p->k_row.data)[k] = r;
+    ((int32_t *)p->k_meta.data)[k] = (int32_t)id;
+    ((uint8_t *)p->k_kind.data)[k] = kind;
+    ((int64_t *)p->k_value.data)[k] = v;
+    if (p->k_length.item == 1) ((uint8_t *)p->k_length.data)[k] = (uint8_t)length;
+    else if (p->k_length.item == 2) ((uint16_t *)p->k_length.data)[k] = (uint16_t)length;
+    else ((int32_t *)p->k_length.data)[k] = length;
+    return 1;
+}
+
+static int line_row(Columns *cols, int32_t event_index, int64_t meta, uint8_t kind,
+                    int64_t value, int32_t length) {
+    LinePlan *p = cols->line;
+    if (cols->mode == WALK_SEE) return line_see(p, event_index, meta, kind, value, length);
+    if (cols->mode == WALK_CODE) return line_code(cols, p, event_index, meta, value, length);
+    return line_keep(p, event_index, meta, kind, value, length);
+}
+
+/* Which stats' rows stay sparse (not candidates, or candidates whose codes and table cost
+ * more than their rows), and how many rows that is. */
+static Py_ssize_t line_decide(LinePlan *p, int64_t row_bytes, int64_t slot_bytes) {
+    DensePlan *d = &p->d;
+    Py_ssize_t kept = 0;
+    for (int s = 0; s < d->k; s++) {
+        DenseStat *t = &d->st[s];
+        int worth = t->n_table > 0 &&
+                    t->count * row_bytes > (int64_t)t->width * d->num_rows +
+                                           t->n_table * slot_bytes;
+        p->keep[s] = (uint8_t)!worth;
+        kept += worth ? 0 : t->count;
+    }
+    return kept;
+}
+
+/* The walks. 1: done; 0: a line left to decode_line; -1: out of memory. */
+static int line_dense_run(const uint8_t *buf, Py_ssize_t size, Columns *cols, Header *h,
+                          int64_t row_bytes, int64_t slot_bytes) {
+    LinePlan *p = cols->line;
+    DensePlan *d = &p->d;
+    cols->mode = WALK_SEE;
+    if (!walk_line(buf, size, cols, h)) return cols->no_memory ? -1 : 0;
+    Py_ssize_t n = cols->n_events;
+    if (p->rows == 0) return 1;  /* no stats: nothing to code */
+    d->strings = buf;
+    d->n_strings = size;
+    d->m = p->rows;
+    d->num_rows = n;
+    d->min_count = (n + 2 * slot_bytes) / row_bytes + 1;  /* (`_min_dense_count`) */
+    dense_settle(d, d->k, p->kind0, p->count, p->vmin, p->vmax, p->mixed, p->first_pairs);
+    if (!dense_prepare(d, &p->lanes)) return -1;
+    cols->mode = WALK_CODE;
+    cols->n_events = 0;
+    if (!walk_line(buf, size, cols, h)) return cols->no_memory ? -1 : 0;
+    for (int s = 0; s < d->k; s++) {
+        DenseStat *t = &d->st[s];
+        int done = t->method == CODE_RANGE ? dense_finish_range(d, t)
+                 : t->method != CODE_NONE ? dense_finish_hash(d, t) : 1;
+        if (!done) return -1;
+    }
+    Py_ssize_t kept = line_decide(p, row_bytes, slot_bytes);
+    p->k_length.item = p->longest <= 0xFF ? 1 : p->longest <= 0xFFFF ? 2 : 4;
+    if (!kept) return 1;
+    p->k_row.item = p->k_meta.item = 4;
+    p->k_kind.item = 1;
+    p->k_value.item = 8;
+    if (!col_reserve(&p->k_row, kept) || !col_reserve(&p->k_meta, kept) ||
+        !col_reserve(&p->k_kind, kept) || !col_reserve(&p->k_value, kept) ||
+        !col_reserve(&p->k_length, kept))
+        return -1;
+    cols->mode = WALK_KEEP;
+    cols->n_events = 0;
+    if (!walk_line(buf, size, cols, h)) return cols->no_memory ? -1 : 0;
+    return 1;
+}
+
+static void line_plan_free(LinePlan *p) {
+    dense_free(&p->d);
+    free(p->k_row.data); free(p->k_meta.data); free(p->k_kind.data); free(p->k_value.data);
+    free(p->k_length.data);
+    free(p);
+}
+
+/* The plan handed over: (stat_ids, first_seen, pairs, per_stat (dense_outputs), keep (uint8
+ * by sorted rank: its rows stay sparse), and the sparse rows' row (int32), metadata_id
+ * (int32), kind, value (int64) and length (uint8/uint16/int32 as the line's longest string
+ * asks: `_narrowed_lengths`) columns, that length's width). */
+static PyObject *line_plan_tuple(LinePlan *p) {
+    DensePlan *d = &p->d;
+    PyObject *parts[5] = {NULL}, *keep = NULL, *kept[5] = {NULL};
+    if (!dense_outputs(d, d->num_rows, parts)) goto fail;
+    keep = PyBytes_FromStringAndSize(NULL, d->k);
+    if (!keep) goto fail;
+    for (int s = 0; s < d->k; s++) PyBytes_AS_STRING(keep)[d->order[s]] = (char)p->keep[s];
+    Col *cols[5] = {&p->k_row, &p->k_meta, &p->k_kind, &p->k_value, &p->k_length};
+    for (int j = 0; j < 5; j++) {
+        if (!(kept[j] = block_of(cols[j], p->n_kept))) goto fail;
+    }
+    return Py_BuildValue("NNNNNNNNNNi", parts[0], parts[1], parts[2], parts[4], keep, kept[0],
+                         kept[1], kept[2], kept[3], kept[4], (int)p->k_length.item);
+fail:
+    for (int j = 0; j < 5; j++) { Py_XDECREF(parts[j]); Py_XDECREF(kept[j]); }
+    Py_XDECREF(keep);
+    return NULL;
+}
+
+static PyObject *decode_line_dense(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    long long row_bytes, slot_bytes;
+    if (!PyArg_ParseTuple(args, "y*LL", &view, &row_bytes, &slot_bytes)) return NULL;
+    if (row_bytes <= 0 || slot_bytes < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "row_bytes must be > 0, slot_bytes >= 0");
+        return NULL;
+    }
+    Columns cols;
+    memset(&cols, 0, sizeof cols);
+    cols.offset.item = cols.duration.item = cols.occurrences.item = 8;
+    cols.meta.item = 4;  /* (widened as needed) */
+    LinePlan *p = calloc(1, sizeof *p);
+    if (!p) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    memset(p->slot, DENSE_NO_STAT, sizeof p->slot);
+    p->previous_row = -1;
+    cols.line = p;
+    Header h;
+    memset(&h, 0, sizeof h);
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = line_dense_run((const uint8_t *)view.buf, view.len, &cols, &h, row_bytes,
+                            slot_bytes);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL, *out[4] = {NULL}, *name = NULL, *display = NULL, *plan = NULL;
+    if (status <= 0) {
+        if (status < 0) PyErr_NoMemory();
+        else result = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t n = cols.n_events;
+    Col *source[4] = {&cols.meta, &cols.offset, &cols.duration, &cols.occurrences};
+    for (int k = 0; k < 4; k++) {
+        out[k] = k == 3 && !cols.has_occurrences ? Py_NewRef(Py_None) : block_of(source[k], n);
+        if (!out[k]) goto done;
+    }
+    name = PyBytes_FromStringAndSize((const char *)h.name, h.name_len);
+    display = name ? PyBytes_FromStringAndSize((const char *)h.display_name,
+                                               h.display_name_len) : NULL;
+    plan = !display ? NULL : p->rows ? line_plan_tuple(p) : Py_NewRef(Py_None);
+    if (!plan) goto done;
+    result = Py_BuildValue("LLNNLLNNNNinN", (long long)h.id, (long long)h.display_id, name,
+                           display, (long long)h.timestamp_ns, (long long)h.duration_ps, out[0],
+                           out[1], out[2], out[3], n ? (int)cols.meta.item : 8, p->rows, plan);
+    name = display = plan = NULL;
+    for (int k = 0; k < 4; k++) out[k] = NULL;
+done:
+    for (int k = 0; k < 4; k++) Py_XDECREF(out[k]);
+    Py_XDECREF(name); Py_XDECREF(display); Py_XDECREF(plan);
+    PyBuffer_Release(&view);
+    free_columns(&cols);
+    line_plan_free(p);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode_line", decode_line, METH_VARARGS,
      "decode_line(buf) -> header fields and event/stat columns of one encoded XLine."},
@@ -1104,6 +1460,9 @@ static PyMethodDef methods[] = {
      "dense_plan(row, ids, id_size, kind, value, length, length_size, strings, num_rows, "
      "min_count) -> a line's stats ranked, checked and coded, or None "
      "(dense_stats.py)."},
+    {"decode_line_dense", decode_line_dense, METH_VARARGS,
+     "decode_line_dense(buf, row_bytes, slot_bytes) -> header fields, event columns, stat "
+     "row count and the line's dense stats planned and coded, or None (decode_line's then)."},
     {"rows_except", rows_except, METH_VARARGS,
      "rows_except(rank, dropped) -> int64 positions of the rows whose rank is not dropped."},
     {NULL, NULL, 0, NULL},

@@ -1,15 +1,18 @@
-"""Decode `.xplane.pb` bytes into a columnar `Profile`.
+"""Decode `.xplane.pb` bytes (or a local file, a range at a time) into a columnar `Profile`.
 
 Protobuf parses the small structure (planes, metadata tables, plane stats) and hands each
 line over still encoded (`XSpaceLines`). Each line's events are then decoded straight from
-its wire bytes into numpy columns by the compiled decoder (`_wire.decode_line`) when it was
-built, or else by the pure-numpy decoder (`wire_numpy`), which gives identical columns.
-No Python code runs per event on either path.
+its wire bytes into numpy columns by the compiled decoder when it was built, or else by the
+pure-numpy decoder (`wire_numpy`), which gives identical columns. The compiled walk codes the
+line's regular stats densely as it goes (`_wire.decode_line_dense`: no row per stat is ever
+written; dense_stats.py), or, for a line it declines, walks rows (`_wire.decode_line`) that
+`dense_stats.densify` codes. No Python code runs per event on any path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -23,7 +26,12 @@ from tb_profile_plugin import column_threads
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.xspace import wire_numpy
-from tb_profile_plugin.xspace.dense_stats import densify, gather_strings
+from tb_profile_plugin.xspace.dense_stats import (
+    densify,
+    densify_walked,
+    gather_strings,
+    walk_line_dense,
+)
 from tb_profile_plugin.xspace.model import (
     EventColumns,
     EventMetadataTable,
@@ -131,7 +139,7 @@ class Outline:
     num_events: int
 
 
-def outline_xspace(data: bytes, *, pure: bool | None = None) -> Outline:
+def outline_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Outline:
     """The XSpace's planes (metadata tables, no lines), errors, warnings and event count, for
     the facts a server needs of a host (analysis/hosts/host_facts.py) at a fraction of a decode:
     each line's events are counted from its top-level fields, never decoded (no event
@@ -240,9 +248,9 @@ def _records_of(source: _Source, rows: np.ndarray) -> bytes:
 
 
 #: A line of this many bytes or more is walked while no other such line is (`_decode_planes`):
-#: its columns and their temporaries come to ~10 times its bytes (an 8-GPU capture's stream
-#: of 1M kernels: ~1 GB), so two at once would double the decode's peak for little time (the
-#: other threads walk the smaller lines meanwhile).
+#: its bytes, columns and their temporaries are the decode's peak (an 8-GPU capture's stream
+#: of 1M kernels: 123 MB of bytes, 164 MB at the walk's peak), so two at once would add a
+#: second for little time (the other threads walk the smaller lines meanwhile).
 LARGE_LINE_BYTES = 8 << 20
 
 #: Bytes read for one field's header: a tag and a length, 10 bytes each at most.
@@ -383,10 +391,14 @@ class _RawLine:
 
 
 def _decode_line(read: Callable[[], memoryview], pure: bool) -> _RawLine:
-    """The line whose bytes `read` gives, walked into columns; the bytes are held (here
-    alone) only until its string values are copied out, not while its stats are coded."""
+    """The line whose bytes `read` gives, walked into columns: by the compiled walk straight
+    into dense stats where it does the line (`_decode_line_dense`), else into a row per stat
+    first. The bytes are held (here alone) until its string values are copied out; on the
+    rows' way, not while its stats are coded."""
     raw = _RawLine()
     line_bytes = read()
+    if not pure and _decode_line_dense(line_bytes, raw):
+        return raw
     try:
         if pure:
             _decode_line_numpy(line_bytes, raw)
@@ -395,7 +407,8 @@ def _decode_line(read: Callable[[], memoryview], pure: bool) -> _RawLine:
     except (ValueError, DecodeError) as exc:
         raise UnreadableProfile(f"a line of the profile is malformed ({exc})") from exc
     # Narrowed as each line is walked: the walk's int64 id columns are a line's temporaries,
-    # never those of every line at once (the file's bytes are still held then).
+    # never those of every line at once (the file's bytes are still held then). The compiled
+    # walk hands its columns over narrowed already (no copy here then).
     raw.metadata_id = _narrowed_ids(raw.metadata_id)
     row, stat_ids, kind, value, length = raw.stats
     del raw.stats  # (each wide column is dropped as soon as its narrow copy is made)
@@ -409,6 +422,52 @@ def _decode_line(read: Callable[[], memoryview], pure: bool) -> _RawLine:
     return raw
 
 
+def _gathered(stats: StatColumns) -> StatColumns:
+    """Sparse `stats` whose string values still point into the line's bytes (`strings`) with
+    those values copied out into their own blob (`gather_strings`), as `_stat_columns` gives
+    them; the line's bytes are not held by the result."""
+    value, blob = gather_strings(stats.strings, stats.kind, stats.value, stats.length)
+    return dataclasses.replace(stats, value=value, strings=blob)
+
+
+def _decode_line_dense(line_bytes: memoryview, raw: _RawLine) -> bool:
+    """The line walked by the compiled walk straight into its dense stats
+    (`dense_stats.walk_line_dense`): no column per stat row, only those that stay sparse
+    (an 8-GPU capture's kernel line: 13M rows of 18 bytes, held with the line's bytes, were
+    the decode's peak). The same columns as `_decode_line_compiled` and `densify` give; False
+    (nothing set) for a line that walk leaves to them."""
+    walked = walk_line_dense(line_bytes)
+    if walked is None:
+        return False
+    (line_id, display_id, name, display_name, timestamp_ns, duration_ps, meta, offset,
+     duration, occurrences, meta_size, stat_rows, plan) = walked
+    metadata_id = np.frombuffer(meta, _ID_DTYPES[meta_size])
+    if plan is None:  # no stats: `_stat_columns` of empty columns
+        stats = StatColumns(np.zeros(0, np.int32), np.zeros(0, np.int64),
+                            np.zeros(0, np.uint8), np.zeros(0, np.int64),
+                            np.zeros(0, np.int32), np.zeros(0, np.uint8))
+    else:
+        *planned, k_row, k_meta, k_kind, k_value, k_length, length_size = plan
+        kept = StatColumns(np.frombuffer(k_row, np.int32), np.frombuffer(k_meta, np.int32),
+                           np.frombuffer(k_kind, np.uint8), np.frombuffer(k_value, np.int64),
+                           np.frombuffer(k_length, _LENGTH_DTYPES[length_size]),
+                           np.frombuffer(line_bytes, np.uint8))  # (strings in the bytes)
+        coded = densify_walked(kept, len(metadata_id), tuple(planned))
+        if coded is None:
+            return False
+        stats = coded if len(coded.dense_ids) else _gathered(coded)
+    raw.id, raw.display_id, raw.timestamp_ns, raw.duration_ps = (
+        line_id, display_id, timestamp_ns, duration_ps)
+    raw.name = name.decode("utf-8", errors="replace")
+    raw.display_name = display_name.decode("utf-8", errors="replace")
+    raw.metadata_id = metadata_id
+    raw.offset_ps = np.frombuffer(offset, np.int64)
+    raw.event_duration_ps = np.frombuffer(duration, np.int64)
+    raw.num_occurrences = None if occurrences is None else np.frombuffer(occurrences, np.int64)
+    raw.dense_stats = stats
+    return True
+
+
 def _narrowed_lengths(length: np.ndarray) -> np.ndarray:
     """A line's stat value lengths (bytes of str/bytes values, 0 for the others) as uint8 or
     uint16 where every one fits: real values are short (a GPU kernel's `context_id`: 1-3
@@ -419,27 +478,32 @@ def _narrowed_lengths(length: np.ndarray) -> np.ndarray:
     longest = int(length.max())
     for narrow in (np.uint8, np.uint16):
         if longest <= np.iinfo(narrow).max:
-            return length.astype(narrow)
+            return length.astype(narrow, copy=False)  # (the compiled walk's: as it is)
     return length
 
 
 def _decode_line_compiled(line_bytes: memoryview, raw: _RawLine) -> None:
     (raw.id, raw.display_id, name, display_name, raw.timestamp_ns, raw.duration_ps, meta,
-     offset, duration, occurrences, s_row, s_meta, s_kind, s_value, s_length) = (
-        _wire.decode_line(line_bytes)
-    )
+     offset, duration, occurrences, s_row, s_meta, s_kind, s_value, s_length, meta_size,
+     s_meta_size, s_length_size) = _wire.decode_line(line_bytes)
     raw.name = name.decode("utf-8", errors="replace")
     raw.display_name = display_name.decode("utf-8", errors="replace")
-    raw.metadata_id = np.frombuffer(meta, np.int64)
+    # (ids and lengths come narrowed as `_narrowed_ids` / `_narrowed_lengths` narrow them)
+    raw.metadata_id = np.frombuffer(meta, _ID_DTYPES[meta_size])
     raw.offset_ps = np.frombuffer(offset, np.int64)
     raw.event_duration_ps = np.frombuffer(duration, np.int64)
     raw.num_occurrences = None if occurrences is None else np.frombuffer(occurrences, np.int64)
     raw.stats = (
-        np.frombuffer(s_row, np.int32), np.frombuffer(s_meta, np.int64),
+        np.frombuffer(s_row, np.int32), np.frombuffer(s_meta, _ID_DTYPES[s_meta_size]),
         np.frombuffer(s_kind, np.uint8), np.frombuffer(s_value, np.int64),
-        np.frombuffer(s_length, np.int32),
+        np.frombuffer(s_length, _LENGTH_DTYPES[s_length_size]),
     )
     raw.buf = np.frombuffer(line_bytes, np.uint8)
+
+
+#: The compiled walk's id and length columns by their entry width in bytes.
+_ID_DTYPES = {4: np.int32, 8: np.int64}
+_LENGTH_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.int32}
 
 
 def _decode_line_numpy(line_bytes: memoryview, raw: _RawLine) -> None:

@@ -130,7 +130,7 @@ def outline_profile(path: str, data: bytes | Source) -> Outline:
     """`outline_xspace` of an XSpace; a PyTorch trace has no cheaper outline than its decode,
     which is kept in the disk cache for the analysis that opens it next."""
     if not is_kineto_file(path):
-        assert isinstance(data, bytes)  # (open_profile opens only a PyTorch trace)
+        assert isinstance(data, bytes | fs.LocalFile)  # (an XSpace: bytes, or a file's ranges)
         return outline_xspace(data)
     profile = decode_kineto(data)
     cache.save_later(profile, disk_key(path), None)

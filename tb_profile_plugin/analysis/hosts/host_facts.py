@@ -73,7 +73,7 @@ def host_facts_file(path: str) -> HostFacts:
     from tb_profile_plugin.xspace.store import open_profile, outline_profile
 
     try:
-        with open_profile(path) as data:  # (a plain PyTorch trace: read as it is decoded)
+        with open_profile(path, ranges=True) as data:  # (a local file: read as it is walked)
             try:
                 outline = outline_profile(path, data)  # (a PyTorch trace: its decode)
             except UnreadableProfile as exc:
