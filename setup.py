@@ -4,7 +4,8 @@ Every extension is optional: without a C compiler the package installs and uses 
 versions, which give the same results, only slower: the line decoder
 (tb_profile_plugin/xspace/wire_numpy.py), the nesting passes (trace/depth.py and
 analysis/events/nesting.py: nesting order, depth and parent, ancestor marks, the forest's group
-lowering) and the trace's level-of-detail zone search (trace/lod.py).
+lowering), the trace's level-of-detail zone search (trace/lod.py) and the step database's
+per-type unions (analysis/steps/step_db.py).
 """
 
 from setuptools import Extension, setup
@@ -20,6 +21,12 @@ setup(
         Extension(
             "tb_profile_plugin.analysis.events._nesting",
             sources=["tb_profile_plugin/analysis/events/_nesting.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "tb_profile_plugin.analysis.steps._step_sweep",
+            sources=["tb_profile_plugin/analysis/steps/_step_sweep.c"],
             optional=True,
             extra_compile_args=["-O3"],
         ),

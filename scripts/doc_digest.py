@@ -10,7 +10,7 @@ One line per (run, host, view): the sha256 of the document exactly as `tb-profil
 it (ALL_HOSTS too, for views that combine the hosts of a several-host run), or the error it
 raised. LOGDIR defaults to tests/data (every committed capture). The disk cache is off, so
 every document is computed from the file; run it again with `TB_PROFILE_PURE_DECODER=1
-TB_PROFILE_PURE_NESTING=1 TB_PROFILE_PURE_LOD=1` for the numpy paths.
+TB_PROFILE_PURE_NESTING=1 TB_PROFILE_PURE_LOD=1 TB_PROFILE_PURE_STEPS=1` for the numpy paths.
 """
 
 from __future__ import annotations

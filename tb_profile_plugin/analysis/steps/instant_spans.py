@@ -26,6 +26,11 @@ Rule, per step group g and instant x of type t (events of the group, any line or
 - else the span is [x, y), y = the earliest of: the first end after x of a longer-than-0
   event of type t, the first start at or after x of an event of a higher type, and the
   group's last boundary (the sweep emits nothing after it).
+
+This is the numpy version. Where the compiled step sweep is built (analysis/steps/
+_step_sweep.c, used by step_db.py unless TB_PROFILE_PURE_STEPS=1), the same rule runs per
+group in two passes over its events in start order (tests/unit/analysis/test_step_sweep.py
+holds the two equal).
 """
 
 from __future__ import annotations

@@ -32,6 +32,12 @@
    union is one vectorised sweep over all steps at once. What no event covers is UNKNOWN.
    A zero-length event where nothing of its type or higher is open keeps its type until the
    next end of that type, as the reference's sweep does (analysis/steps/instant_spans.py).
+   Where the optional compiled sweep is built (analysis/steps/_step_sweep.c), the counted
+   events are counted into their groups, each group sorted by start on its own, and one pass
+   per group gives every threshold's union, the instants' spans included; the counted events
+   and the per-core spans are one pass over the columns each (10M events on 8 GPUs: about
+   6 s -> 1 s for the host's and its cores' databases). The numpy version stays: the
+   reference the tests compare it with, the fallback, and TB_PROFILE_PURE_STEPS=1 keeps it.
 4. A step is kept only if it has device compute (with a device) or host compute (CPU only).
 5. With more than `PARTIAL_STEP_MIN` steps, the first and the last are dropped: a capture
    starts and stops mid-step, so they are usually partial (the reference does the same).
@@ -44,6 +50,7 @@ schedule opens and closes the capture on step boundaries, so no step is partial)
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +72,14 @@ from tb_profile_plugin.xspace.producers import (
 from tb_profile_plugin.xspace.producers.pytorch import memcpy_direction
 from tb_profile_plugin.xspace.producers.pytorch_roles import is_dataloader
 from tb_profile_plugin.xspace.unique_rows import unique_ints
+
+try:  # the optional compiled sweep, built with the package where a C compiler is
+    from tb_profile_plugin.analysis.steps import _step_sweep  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - exercised where no compiler built it
+    _step_sweep = None
+
+#: Set to 1 to use the numpy unions even where the compiled sweep is built.
+PURE_STEPS_ENV = "TB_PROFILE_PURE_STEPS"
 
 
 class EventType(enum.IntEnum):
@@ -241,15 +256,39 @@ def union_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray,
     if len(group) == 0:
         return np.zeros(num_groups, np.int64)
     order = group_time_order(group, start)
+    if compiled_sweep():  # (reads the rows through the order: no sorted copies)
+        return _compiled_group_unions(group, start, end, order, num_groups)
     return union_sorted(group[order], start[order], end[order], num_groups)
 
 
 def union_sorted(g: np.ndarray, s: np.ndarray, e: np.ndarray, num_groups: int) -> np.ndarray:
     """`union_per_group` of intervals already sorted by (group, start): any subsequence of a
     sorted sequence is sorted too, so callers sort once and select per threshold."""
+    if len(g) and compiled_sweep():
+        return _compiled_group_unions(g, s, e, None, num_groups)
     out = np.zeros(num_groups, np.int64)
     if len(g):
         _add_unions(out, g, s, e)
+    return out
+
+
+def _signed(codes: np.ndarray) -> np.ndarray:
+    """`codes` as the compiled sweep reads them: contiguous signed integers of 1, 2, 4 or 8
+    bytes (others widened to int64)."""
+    if codes.dtype.kind != "i":
+        codes = codes.astype(np.int64)
+    return np.ascontiguousarray(codes)
+
+
+def _compiled_group_unions(group: np.ndarray, start: np.ndarray, end: np.ndarray,
+                           order: np.ndarray | None, num_groups: int) -> np.ndarray:
+    """`_add_unions` by the compiled sweep (analysis/steps/_step_sweep.c), rows taken in
+    `order` (None: as they are): one pass, no int64 offsets to keep within range."""
+    out = np.zeros(num_groups, np.int64)
+    _step_sweep.group_unions(
+        _signed(group), np.ascontiguousarray(start, np.int64),
+        np.ascontiguousarray(end, np.int64),
+        None if order is None else np.ascontiguousarray(order, np.int64), out)
     return out
 
 
@@ -319,9 +358,8 @@ def build_step_db(
     host_begin[groups[markers[first]]] = start[markers[first]]
     host_end[groups[markers[first]]] = end[markers[first]]
 
-    dev_begin, dev_end = _longest_core_spans(
-        np.flatnonzero(on_device & (groups >= 0) & (types >= 0)), groups, table.plane_index,
-        start, end, g_count)
+    dev_begin, dev_end = _device_markers(types, on_device, groups, table.plane_index, start,
+                                         end, g_count)
     has_dev_span = dev_end >= 0
 
     if host_ranges:
@@ -343,6 +381,28 @@ def build_step_db(
         parent=forest.nesting.parent)
 
 
+def _device_markers(types: np.ndarray, on_device: np.ndarray, groups: np.ndarray,
+                    plane: np.ndarray, start: np.ndarray, end: np.ndarray, g_count: int,
+                    pure: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`_longest_core_spans` of the classified grouped device events: where the compiled
+    sweep is built and a table of every (group, plane) cell is small beside the events, one
+    pass folds each event into its cell (no index of the device events, no sort of their
+    keys, no `ufunc.at`); else the numpy reference."""
+    num_planes = int(plane.max()) + 1 if len(plane) else 1
+    cells = g_count * num_planes
+    if not compiled_sweep(pure) or cells == 0 or cells > len(types) // 4 + (1 << 20):
+        return _longest_core_spans(np.flatnonzero(on_device & (groups >= 0) & (types >= 0)),
+                                   groups, plane, start, end, g_count)
+    first = np.full(cells, np.iinfo(np.int64).max, np.int64)
+    last = np.full(cells, -1, np.int64)
+    _step_sweep.core_spans(np.ascontiguousarray(types, np.int8), _signed(groups),
+                           _signed(plane), np.ascontiguousarray(on_device, np.bool_),
+                           np.ascontiguousarray(start, np.int64),
+                           np.ascontiguousarray(end, np.int64), num_planes, first, last)
+    keys = np.flatnonzero(first != np.iinfo(np.int64).max)  # the cells that have events
+    return _longest_of_cells(keys, first[keys], last[keys], num_planes, g_count)
+
+
 def _longest_core_spans(device_events: np.ndarray, groups: np.ndarray, plane: np.ndarray,
                         start: np.ndarray, end: np.ndarray, g_count: int
                         ) -> tuple[np.ndarray, np.ndarray]:
@@ -352,10 +412,9 @@ def _longest_core_spans(device_events: np.ndarray, groups: np.ndarray, plane: np
 
     Never one span across cores: cores may run the same group far apart in time (TF <= 2.4
     replicas), and a span from one core's run to another's would be mostly a gap."""
-    dev_begin = np.full(g_count, np.iinfo(np.int64).max, np.int64)
-    dev_end = np.full(g_count, -1, np.int64)
     if len(device_events) == 0:
-        return dev_begin, dev_end
+        return (np.full(g_count, np.iinfo(np.int64).max, np.int64),
+                np.full(g_count, -1, np.int64))
     ev_group = groups[device_events].astype(np.int64)
     ev_plane = plane[device_events].astype(np.int64)
     num_planes = int(ev_plane.max()) + 1
@@ -364,6 +423,18 @@ def _longest_core_spans(device_events: np.ndarray, groups: np.ndarray, plane: np
     finish = np.full(len(keys), -1, np.int64)
     np.minimum.at(begin, key_of, start[device_events])
     np.maximum.at(finish, key_of, end[device_events])
+    return _longest_of_cells(keys, begin, finish, num_planes, g_count)
+
+
+def _longest_of_cells(keys: np.ndarray, begin: np.ndarray, finish: np.ndarray,
+                      num_planes: int, g_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, the longest span of its (group, plane) cells `keys` (ascending, each
+    group * num_planes + plane; ties: the earlier begin, then the lower plane): (begin, end)
+    per group, end -1 where the group has no cell."""
+    dev_begin = np.full(g_count, np.iinfo(np.int64).max, np.int64)
+    dev_end = np.full(g_count, -1, np.int64)
+    if len(keys) == 0:
+        return dev_begin, dev_end
     key_group = keys // num_planes  # keys are sorted, so by group too
     order = np.lexsort((begin, begin - finish, key_group))
     first = np.ones(len(order), bool)
@@ -393,9 +464,16 @@ def _instant_spans_in_parts(types: np.ndarray, groups: np.ndarray, start: np.nda
 
 
 def _counted_events(types: np.ndarray, groups: np.ndarray,
-                    parent: np.ndarray | None) -> np.ndarray:
+                    parent: np.ndarray | None, pure: bool | None = None) -> np.ndarray:
     """The classified events in a group, less those `_enclosed_by_own_kind` where the nesting
-    is known; found a chunk of events at a time (no index or mask of every event)."""
+    is known; found a chunk of events at a time (no index or mask of every event), or by the
+    compiled sweep in two passes over the columns (count, then fill)."""
+    if compiled_sweep(pure) and len(types):
+        columns = (np.ascontiguousarray(types, np.int8), _signed(groups),
+                   None if parent is None else _signed(parent))
+        found = np.empty(_step_sweep.counted_events(*columns, None), np.int64)
+        _step_sweep.counted_events(*columns, found)
+        return found
     parts = []
     chunk = column_sizes.CHUNK_EVENTS
     for lo in range(0, len(types), chunk):
@@ -433,20 +511,84 @@ class StepSpans:
     step_num: np.ndarray  # int64
 
 
+def compiled_sweep(pure: bool | None = None) -> bool:
+    """Whether the compiled sweep (analysis/steps/_step_sweep.c) computes the unions: `pure`
+    True forces numpy, False the compiled sweep where built; None picks it unless
+    TB_PROFILE_PURE_STEPS=1."""
+    return not (pure or _step_sweep is None
+                or (pure is None and os.environ.get(PURE_STEPS_ENV) == "1"))
+
+
 def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
                        start: np.ndarray, end: np.ndarray, has_device: bool,
                        drop_partial: bool = True, parent: np.ndarray | None = None,
-                       keep_empty: bool = False) -> StepDb:
+                       keep_empty: bool = False, pure: bool | None = None) -> StepDb:
     """The step database of groups whose spans are known: steps 3-5 of the module docstring.
 
     Per event: `types` (classify's), `groups` (its group or -1), `start` and `end` (ps).
     `drop_partial`: whether the first and last of many steps are dropped as cut by the
     capture window (not for steps that are whole program executions). `parent`: the events'
     nesting, when known; it only saves work (`_enclosed_by_own_kind`), the result is the
-    same. `keep_empty`: valid steps are kept even without compute (step 4 skipped)."""
+    same. `keep_empty`: valid steps are kept even without compute (step 4 skipped). `pure`:
+    as `compiled_sweep` (the same figures either way)."""
     begin, finish, valid, step_num = spans.begin_ps, spans.finish_ps, spans.valid, spans.step_num
+    ev = _counted_events(types, groups, parent, pure)
+    if compiled_sweep(pure):
+        union_at_least = _compiled_unions(ev, spans, types, groups, start, end)
+    else:
+        union_at_least = _numpy_unions(ev, spans, types, groups, start, end)
+    type_ps = (union_at_least[:-1] - union_at_least[1:]).T.copy()
+    duration = np.where(valid, finish - begin, 0)
+    type_ps[:, EventType.UNKNOWN_TIME] = duration - union_at_least[EventType.HOST_COMPUTE]
+
+    if has_device:
+        computes = type_ps[:, EventType.DEVICE_COMPUTE_16] + type_ps[:, EventType.DEVICE_COMPUTE_32]
+    else:
+        computes = type_ps[:, EventType.HOST_COMPUTE]
+    kept = valid if keep_empty else valid & (computes > 0)
+    order = np.flatnonzero(kept)
+    order = order[np.argsort(begin[order], kind="stable")]
+    partial = 0
+    if drop_partial and len(order) > PARTIAL_STEP_MIN:
+        order, partial = order[1:-1], 2
+    return StepDb(
+        step_num=step_num[order],
+        group_id=order.astype(np.int64),
+        begin_ps=begin[order],
+        duration_ps=duration[order],
+        type_ps=type_ps[order],
+        has_device=has_device,
+        num_dropped=int(np.count_nonzero(valid & ~kept)),
+        num_partial_dropped=partial,
+    )
+
+
+def _compiled_unions(ev: np.ndarray, spans: StepSpans, types: np.ndarray, groups: np.ndarray,
+                     start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """`_numpy_unions` by the compiled sweep: the counted events `ev` counted into their groups,
+    each group sorted by start on its own (a few lines' runs), then one pass per group gives
+    every threshold's union, the instants' spans included (no sort of all the events, no
+    per-threshold selections, no added rows, no gathered copies of the columns)."""
+    g_count = len(spans.begin_ps)
+    union_at_least = np.zeros((NUM_TYPES + 1, g_count), np.int64)
+    if len(ev) == 0 or g_count == 0:
+        return union_at_least
+    _step_sweep.type_unions(
+        np.ascontiguousarray(types, np.int8), _signed(groups),
+        np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64),
+        np.ascontiguousarray(ev, np.int64), np.ascontiguousarray(spans.begin_ps, np.int64),
+        np.ascontiguousarray(spans.finish_ps, np.int64),
+        np.ascontiguousarray(spans.valid, np.bool_), union_at_least)
+    return union_at_least
+
+
+def _numpy_unions(ev: np.ndarray, spans: StepSpans, types: np.ndarray, groups: np.ndarray,
+                  start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per type threshold t (rows 0..NUM_TYPES, the last all 0) and group: the length of the
+    union of the group's counted events `ev` of type >= t, instants' spans included, clipped
+    to its step (0 for groups that are not steps)."""
+    begin, finish, valid = spans.begin_ps, spans.finish_ps, spans.valid
     g_count = len(begin)
-    ev = _counted_events(types, groups, parent)
     ev_type, ev_group, ev_start, ev_end = types[ev], groups[ev], start[ev], end[ev]
     del ev
     # Zero-length events keep their type current until the next end, as the reference's sweep
@@ -492,27 +634,4 @@ def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
     for t in range(NUM_TYPES - 1, -1, -1):
         if not present[t]:
             union_at_least[t] = union_at_least[t + 1]
-    type_ps = (union_at_least[:-1] - union_at_least[1:]).T.copy()
-    duration = np.where(valid, finish - begin, 0)
-    type_ps[:, EventType.UNKNOWN_TIME] = duration - union_at_least[EventType.HOST_COMPUTE]
-
-    if has_device:
-        computes = type_ps[:, EventType.DEVICE_COMPUTE_16] + type_ps[:, EventType.DEVICE_COMPUTE_32]
-    else:
-        computes = type_ps[:, EventType.HOST_COMPUTE]
-    kept = valid if keep_empty else valid & (computes > 0)
-    order = np.flatnonzero(kept)
-    order = order[np.argsort(begin[order], kind="stable")]
-    partial = 0
-    if drop_partial and len(order) > PARTIAL_STEP_MIN:
-        order, partial = order[1:-1], 2
-    return StepDb(
-        step_num=step_num[order],
-        group_id=order.astype(np.int64),
-        begin_ps=begin[order],
-        duration_ps=duration[order],
-        type_ps=type_ps[order],
-        has_device=has_device,
-        num_dropped=int(np.count_nonzero(valid & ~kept)),
-        num_partial_dropped=partial,
-    )
+    return union_at_least
