@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.analysis.events.nesting import (
     WALK_LEVELS,
     Nesting,
@@ -56,6 +57,7 @@ from tb_profile_plugin.xspace.producers import (
     GROUP_ID_STAT,
     STEP_NAME_STAT,
     detect_framework,
+    is_accelerator_plane,
     launches_from_untied_threads,
 )
 from tb_profile_plugin.xspace.unique_rows import unique_ints
@@ -121,18 +123,32 @@ class _Link:
     targets: np.ndarray  # int64 event indices
     target_key: np.ndarray  # int64 key id per target
     num_keys: int
+    #: (group column, best per key) of the last `apply`: see there.
+    _last: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list, compare=False)
 
     def apply(self, group: np.ndarray) -> bool:
+        """Lowers each target's group to its key's best source (in place); whether any
+        changed. Groups only ever fall, and after an apply no target's group is above its
+        key's best; so where no key's best fell since the last apply to the same column,
+        nothing can change, and the targets (millions of kernels) are not read again."""
         if self.num_keys == 0:
             return False
         best = np.full(self.num_keys, _NONE, np.int64)
         np.minimum.at(best, self.source_key, group[self.sources])
-        proposed = best[self.target_key]
-        better = proposed < group[self.targets]
-        if not better.any():
+        last = self._last
+        if last and last[0][0] is group and np.array_equal(best, last[0][1]):
             return False
-        group[self.targets[better]] = proposed[better]
-        return True
+        last[:] = [(group, best)]
+        changed = False
+        chunk = column_sizes.CHUNK_EVENTS // 4  # (temporaries of a part, warm in cache)
+        for lo in range(0, len(self.targets), chunk):
+            targets = self.targets[lo:lo + chunk]
+            proposed = best[self.target_key[lo:lo + chunk]]
+            better = proposed < group[targets]
+            if better.any():
+                group[targets[better]] = proposed[better]
+                changed = True
+        return changed
 
 
 def _link(source_cols: tuple[np.ndarray, ...], target_cols: tuple[np.ndarray, ...],
@@ -140,16 +156,74 @@ def _link(source_cols: tuple[np.ndarray, ...], target_cols: tuple[np.ndarray, ..
     """The link between `sources` and `targets` (event indices) keyed by the tuples of their
     columns (values at those events)."""
     n = len(sources)
+    if len(source_cols) == 1:  # one key column (correlation ids): a table of its range
+        source_key, target_key = _single_key_ids(source_cols[0], target_cols[0])
+        num_keys = int(max(source_key.max(initial=-1), target_key.max(initial=-1))) + 1
+        return _Link(sources, source_key, targets, target_key, num_keys)
     both = [np.concatenate([s, t]) for s, t in zip(source_cols, target_cols, strict=True)]
     ids = _key_ids(*both, valid=np.ones(n + len(targets), bool))  # keyed as given (may be < 0)
     num_keys = int(ids.max()) + 1 if len(ids) and ids.max() >= 0 else 0
     return _Link(sources, ids[:n], targets, ids[n:], num_keys)
 
 
+def _single_key_ids(source_values: np.ndarray, target_values: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """`_key_ids` of one column over the sources then the targets, split back: the rank of
+    each value among the distinct values of both. Correlation ids are small counters (a range
+    within a few times their number), so the ranks come from a mark per value of the range
+    and its running count, O(n + range), where the sort of 10M concatenated ids took 1.2 s;
+    a wide range is ranked by `unique_ints`' sort (the same ranks)."""
+    count = len(source_values) + len(target_values)
+    if count == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    low = min(int(v.min()) for v in (source_values, target_values) if len(v))
+    high = max(int(v.max()) for v in (source_values, target_values) if len(v))
+    if high - low + 1 > _DENSE_KEY_RANGE_PER_ID * count + _DENSE_KEY_SLACK:
+        ids = unique_ints(np.concatenate([source_values, target_values]),
+                          return_inverse=True)[1].astype(np.int64, copy=False)
+        return ids[:len(source_values)], ids[len(source_values):]
+    present = np.zeros(high - low + 1, bool)
+    chunk = column_sizes.CHUNK_EVENTS // 4  # (a part's slots at a time, warm in cache)
+    for values in (source_values, target_values):
+        for lo in range(0, len(values), chunk):
+            present[values[lo:lo + chunk] - low] = True
+    rank = np.cumsum(present, dtype=np.int64)
+    rank -= 1
+    del present
+    key_ids: list[np.ndarray] = []
+    for values in (source_values, target_values):
+        out = np.empty(len(values), np.int64)
+        for lo in range(0, len(values), chunk):
+            np.take(rank, values[lo:lo + chunk] - low, out=out[lo:lo + chunk])
+        key_ids.append(out)
+    return key_ids[0], key_ids[1]
+
+
+#: Key columns whose range is within this many times their number (plus the slack) are
+#: ranked by a table.
+_DENSE_KEY_RANGE_PER_ID = 2
+_DENSE_KEY_SLACK = 1024
+
+
+def _events_named(table: EventTable, predicate: Callable[[str], bool]) -> np.ndarray:
+    """Per event: `predicate(name)`; no gather over every event where no name passes (most
+    of the names looked for here: TensorFlow's, on a JAX capture)."""
+    name_mask = table.names_matching(predicate)
+    if not name_mask.any():
+        return np.zeros(len(table), bool)
+    return table.event_mask(name_mask)
+
+
+def _present(stat: SparseStat) -> SparseStat:
+    """The events of `stat` whose value is not the `_ABSENT` fill (`stat` itself, no copy,
+    where none is: millions of correlation ids)."""
+    written = stat.values != _ABSENT
+    return stat if written.all() else stat.where(written)
+
+
 def _both(first: SparseStat, second: SparseStat) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Events carrying both stats (neither equal to the `_ABSENT` fill), and the two values."""
-    first = first.where(first.values != _ABSENT)
-    second = second.where(second.values != _ABSENT)
+    first, second = _present(first), _present(second)
     rows, i, j = np.intersect1d(first.rows, second.rows, assume_unique=True,
                                 return_indices=True)
     return rows, first.values[i], second.values[j]
@@ -170,7 +244,8 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
         parent[async_rows] = -1
     del is_async, async_rows
 
-    links = _cross_thread_links(table)
+    correlation = _present(table.stat_rows(CORRELATION_ID_STAT))  # links and adoption
+    links = _cross_thread_links(table, correlation)
     roots, rule = _find_roots(table, nesting)
     extra_children = np.zeros(0, np.int64)
     extra_parents = np.zeros(0, np.int64)
@@ -194,8 +269,8 @@ def build_forest(table: EventTable, nesting: Nesting | None = None) -> Forest:
         if not changed:
             break
 
-    _adopt_tracer_launches(table, roots, group, links)
-    del parent, down
+    _adopt_tracer_launches(table, roots, group, links, correlation)
+    del parent, down, correlation
     ungrouped = group == _NONE
     # Ranks in use, renumbered densely in order (ranks < len(roots): a bincount, no sort).
     # The group column becomes the group ids in place (no second column of every event).
@@ -256,31 +331,62 @@ def _top_down(parent: np.ndarray, depth: np.ndarray) -> Callable[[np.ndarray], b
 
 
 def _adopt_tracer_launches(table: EventTable, roots: np.ndarray, group: np.ndarray,
-                           links: list[_Link]) -> None:
+                           links: list[_Link], correlation: SparseStat) -> None:
     """Kernel launches on a line nothing else reached (the ROCm tracer writes its API calls
     on `Host Threads/<tid>` lines apart from the TraceMe lines of the same thread) take the
     step whose root spans their start, when the roots do not overlap; their kernels follow
     through `correlation_id`. So a JAX step annotation reaches its GPU work. Where the
     runtime issues work from worker threads that no flow ties to the step
     (`launches_from_untied_threads`: JAX's host-to-device copies), every launch left
-    ungrouped is adopted so, whatever its line."""
+    ungrouped is adopted so, whatever its line. `correlation`: the events' `correlation_id`.
+
+    Only the host launches are read, and whether a line was reached is its group column's
+    minimum (no mask or gather of every event: at 10M events those took 0.6 s)."""
     if len(roots) == 0 or not links:
         return
     starts, ends = table.start_ps[roots], table.end_ps[roots]  # roots in rank order
     if np.any(starts[1:] < ends[:-1]):
         return  # overlapping steps: time says nothing about which step launched a kernel
-    correlation = table.stat_rows(CORRELATION_ID_STAT)
-    launches = correlation.rows[correlation.values >= 0]
-    reached = np.bincount(table.line_index[group != _NONE], minlength=len(table.lines)) > 0
-    untied_lines = launches_from_untied_threads(detect_framework(table.profile).framework)
-    orphans = launches[~table.on_device[launches] & (group[launches] == _NONE)
-                       & (untied_lines | ~reached[table.line_index[launches]])]
+    accelerator = np.array([is_accelerator_plane(p.name) for p in table.profile.planes])
+    host = _on_planes(table, correlation, ~accelerator)
+    launches = host.rows[host.values >= 0]
+    orphans = launches[group[launches] == _NONE]
+    if not launches_from_untied_threads(detect_framework(table.profile).framework) \
+            and len(orphans):
+        bounds = table.line_bounds.tolist()
+        reached = np.array([hi > lo and int(group[lo:hi].min()) != _NONE  # per line
+                            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)], bool)
+        orphans = orphans[~reached[table.line_index[orphans]]]
     if len(orphans) == 0:
         return
     slot = np.searchsorted(starts, table.start_ps[orphans], side="right") - 1
     inside = (slot >= 0) & (table.start_ps[orphans] < ends[np.maximum(slot, 0)])
     group[orphans[inside]] = slot[inside]
     links[-1].apply(group)  # the launch -> kernel link is the last one
+
+
+def _on_planes(table: EventTable, stat: SparseStat, planes: np.ndarray) -> SparseStat:
+    """The part of `stat` on the planes marked in `planes` (one flag per plane of the
+    profile), in event order. A line's events lie side by side, so each line's part is one
+    slice of the rows, found by a search per line; adjacent slices are joined, and one
+    slice is a view (no mask or gather over millions of correlation ids)."""
+    bounds = table.line_bounds
+    filled = np.flatnonzero(np.diff(bounds) > 0)
+    lines = filled[planes[table.plane_index[bounds[filled]]]]
+    cuts = np.searchsorted(stat.rows, bounds).tolist()
+    spans: list[list[int]] = []
+    for k in lines.tolist():
+        lo, hi = cuts[k], cuts[k + 1]
+        if spans and spans[-1][1] == lo:
+            spans[-1][1] = hi
+        elif hi > lo:
+            spans.append([lo, hi])
+    if len(spans) == 1:
+        return SparseStat(stat.rows[spans[0][0]:spans[0][1]], stat.values[spans[0][0]:spans[0][1]])
+    if not spans:
+        return SparseStat(stat.rows[:0], stat.values[:0])
+    return SparseStat(np.concatenate([stat.rows[lo:hi] for lo, hi in spans]),
+                      np.concatenate([stat.values[lo:hi] for lo, hi in spans]))
 
 
 def _producer_forest(table: EventTable, nesting: Nesting, producer_group: np.ndarray) -> Forest:
@@ -319,31 +425,28 @@ def _trailing_number(text: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def _cross_thread_links(table: EventTable) -> list[_Link]:
+def _cross_thread_links(table: EventTable, correlation: SparseStat) -> list[_Link]:
     """Producer -> consumer, executor -> GetNext and launch -> kernel links. Ids are matched as
     written: flow ids are 64-bit and often negative, so presence (not sign) says a stat is
-    there."""
+    there. `correlation`: the events carrying a `correlation_id` and its value."""
     links: list[_Link] = []
     producers, producer_type, producer_id = _both(table.stat_rows("_pt"), table.stat_rows("_p"))
     consumers, consumer_type, consumer_id = _both(table.stat_rows("_ct"), table.stat_rows("_c"))
     links.append(_link((producer_type, producer_id), (consumer_type, consumer_id),
                        producers, consumers))
-    executor = table.event_mask(table.names_matching(lambda s: s == EXECUTOR_PROCESS))
-    get_next = table.event_mask(table.names_matching(
-        lambda s: s.startswith(ITERATOR_GET_NEXT_COMPUTE)))
+    executor = _events_named(table, lambda s: s == EXECUTOR_PROCESS)
+    get_next = _events_named(
+        table, lambda s: s.startswith(ITERATOR_GET_NEXT_COMPUTE))
     if executor.any() and get_next.any():
         keyed, step_id, iter_num = _both(table.stat_rows("id"), table.stat_rows("iter_num"))
         source, target = executor[keyed], get_next[keyed]
         links.append(_link((step_id[source], iter_num[source]),
                            (step_id[target], iter_num[target]), keyed[source], keyed[target]))
-    correlation = table.stat_rows(CORRELATION_ID_STAT)
-    correlation = correlation.where(correlation.values != _ABSENT)
     if len(correlation.rows):
-        on_device = np.array([p.name.startswith("/device:") for p in table.profile.planes]
-                             + [False])[table.plane_index[correlation.rows]]
-        values = correlation.values
-        links.append(_link((values[~on_device],), (values[on_device],),
-                           correlation.rows[~on_device], correlation.rows[on_device]))
+        device_plane = np.array([p.name.startswith("/device:") for p in table.profile.planes])
+        launches = _on_planes(table, correlation, ~device_plane)
+        kernels = _on_planes(table, correlation, device_plane)
+        links.append(_link((launches.values,), (kernels.values,), launches.rows, kernels.rows))
     return links
 
 
@@ -352,8 +455,8 @@ def _find_roots(table: EventTable, nesting: Nesting) -> tuple[np.ndarray, str]:
         return np.zeros(0, np.int64), "loop"
     marked = table.stat_rows("_r")
     explicit = marked.mask(len(table), marked.values > 0) & ~_in_tf_data(table, nesting)
-    function_run = table.event_mask(table.names_matching(lambda s: s == FUNCTION_RUN))
-    keras = table.event_mask(table.names_matching(lambda s: bool(KERAS_STEP_PATTERN.search(s))))
+    function_run = _events_named(table, lambda s: s == FUNCTION_RUN)
+    keras = _events_named(table, lambda s: bool(KERAS_STEP_PATTERN.search(s)))
     if np.any(explicit & ~function_run):
         return np.flatnonzero(explicit), "marker"
     if keras.any():
@@ -362,8 +465,7 @@ def _find_roots(table: EventTable, nesting: Nesting) -> tuple[np.ndarray, str]:
         return _outermost(keras, nesting), "keras"
     if explicit.any():
         return np.flatnonzero(explicit), "marker"
-    legacy = np.flatnonzero(table.event_mask(table.names_matching(
-        lambda s: s in LEGACY_ROOT_NAMES)))
+    legacy = np.flatnonzero(_events_named(table, lambda s: s in LEGACY_ROOT_NAMES))
     if len(legacy):
         return legacy, "legacy"
     return np.zeros(0, np.int64), "none"
@@ -371,8 +473,7 @@ def _find_roots(table: EventTable, nesting: Nesting) -> tuple[np.ndarray, str]:
 
 def _in_tf_data(table: EventTable, nesting: Nesting) -> np.ndarray:
     """Events inside a function that tf.data runs (its roots are not training steps)."""
-    captured = table.event_mask(table.names_matching(
-        lambda s: s.startswith(TF_DATA_FUNCTION_PREFIX)))
+    captured = _events_named(table, lambda s: s.startswith(TF_DATA_FUNCTION_PREFIX))
     return under(captured, nesting.parent)
 
 
@@ -382,7 +483,7 @@ def _outermost(mask: np.ndarray, nesting: Nesting) -> np.ndarray:
 
 
 def _executor_keys(table: EventTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    executor = table.event_mask(table.names_matching(lambda s: s == EXECUTOR_PROCESS))
+    executor = _events_named(table, lambda s: s == EXECUTOR_PROCESS)
     keyed, step_id, iter_num = _both(table.stat_rows("id"), table.stat_rows("iter_num"))
     chosen = executor[keyed]
     return keyed[chosen], step_id[chosen], iter_num[chosen]

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.events.table import EventTable
-from tb_profile_plugin.analysis.steps.step_db import union_per_group
+from tb_profile_plugin.analysis.steps.step_db import union_per_group, union_sorted
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import (
     CORRELATION_ID_STAT,
@@ -76,10 +77,23 @@ def execution_ids(module: np.ndarray, run_id: np.ndarray, group: np.ndarray,
     runs of (module, run_id, group) among the events of a module; without, runs of (module,
     group) among all events, so that a module-less event ends an execution.
     """
-    in_module = module >= 0
     out = np.full(len(module), -1, np.int64)
-    if not in_module.any():
+    runs = _execution_runs(module, run_id, group, by_time)
+    if runs is None:
         return out
+    seq, new = runs
+    out[seq] = np.cumsum(new) - 1
+    return np.where(module >= 0, out, -1)
+
+
+def _execution_runs(module: np.ndarray, run_id: np.ndarray, group: np.ndarray,
+                    by_time: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The runs `execution_ids` numbers: (the events in the order read, whether each starts
+    a run); run k is execution id k where its module is >= 0. None where no event has a
+    module."""
+    in_module = module >= 0
+    if not in_module.any():
+        return None
     with_run_id = bool(np.any(run_id[in_module] != NO_RUN))
     seq = by_time[in_module[by_time]] if with_run_id else by_time
     cols = (module, run_id, group) if with_run_id else (module, group)
@@ -88,8 +102,7 @@ def execution_ids(module: np.ndarray, run_id: np.ndarray, group: np.ndarray,
     for col in cols:
         ordered = col[seq]
         new[1:] |= ordered[1:] != ordered[:-1]
-    out[seq] = np.cumsum(new) - 1
-    return np.where(in_module, out, -1)
+    return seq, new
 
 
 def xla_executions(table: EventTable) -> Executions:
@@ -114,9 +127,7 @@ def xla_executions(table: EventTable) -> Executions:
     order = np.lexsort((begin, plane))
     plane, module, begin, end = plane[order], module[order], begin[order], end[order]
     event_execution = _assign(table, on_device, plane, begin, end)
-    member = event_execution >= 0
-    busy = union_per_group(event_execution[member], table.start_ps[member],
-                           table.end_ps[member], len(begin))
+    busy = _busy(table, event_execution, plane, len(begin))
     return Executions(plane, module, begin, end, busy, names.texts, event_execution)
 
 
@@ -177,24 +188,33 @@ def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(module code, begin, end) of the executions told by the plane's events' modules.
     `calls`: empty, or [_host_calls(table)] (filled here on first need)."""
-    rows = np.flatnonzero(table.plane_index == plane_index)
-    by_time = np.argsort(table.start_ps[rows], kind="stable")  # (= lexsort with positions)
+    rows = _plane_rows(table, plane_index)
+    start_ps, plane_module = table.start_ps[rows], module[rows]
+    by_time = np.argsort(start_ps, kind="stable")  # (= lexsort with positions)
     run_id = _plane_int_stat(table, "run_id", rows, NO_RUN)
-    if not np.any(run_id[module[rows] >= 0] != NO_RUN):
+    if not np.any(run_id[plane_module >= 0] != NO_RUN):
         if not calls:
             calls.append(_host_calls(table))
         run_id = calls[0][rows]
-    ids = execution_ids(module[rows], run_id, table.int_stat(GROUP_ID_STAT)[rows], by_time)
-    member = ids >= 0
-    if not member.any():
+    runs = _execution_runs(plane_module, run_id, table.int_stat(GROUP_ID_STAT)[rows], by_time)
+    if runs is None:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    count = int(ids.max()) + 1
+    # Execution k is run k (`execution_ids`), read in start order: its begin is its first
+    # event's start and its end the maximum over the run (a reduce per run, no scatter).
+    seq, new = runs
+    cuts = np.flatnonzero(new)
+    del new
+    run_module = plane_module[seq[cuts]]
+    executions = np.flatnonzero(run_module >= 0)
+    if len(executions) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    count = int(executions[-1]) + 1  # (runs without a module after the last: no id)
     begin = np.full(count, np.iinfo(np.int64).max, np.int64)
     end = np.full(count, np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(begin, ids[member], table.start_ps[rows][member])
-    np.maximum.at(end, ids[member], table.end_ps[rows][member])
+    begin[executions] = start_ps[seq[cuts[executions]]]  # (the first of a run starts first)
+    end[executions] = np.maximum.reduceat(table.end_ps[rows][seq], cuts)[executions]
     first_module = np.full(count, -1, np.int64)
-    first_module[ids[member]] = module[rows][member]
+    first_module[executions] = run_module[executions]
     present = unique_ints(first_module)[0]
     code_of = np.full(len(texts) + 1, -1, np.int64)
     for code in present.tolist():  # distinct modules, not events
@@ -202,11 +222,27 @@ def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
     return code_of[first_module], begin, end
 
 
-def _plane_int_stat(table: EventTable, stat_name: str, rows: np.ndarray,
+def _plane_rows(table: EventTable, plane_index: int) -> slice | np.ndarray:
+    """The rows of the plane's events (= `flatnonzero(table.plane_index == plane_index)`):
+    a slice where its lines lie side by side in the table, as the table builds them, so the
+    plane's columns are views, not gathers (and no pass over every event per plane)."""
+    bounds = table.line_bounds
+    filled = np.flatnonzero(np.diff(bounds) > 0)  # lines with events; their first's plane
+    mine = np.flatnonzero(table.plane_index[bounds[filled]] == plane_index)
+    if len(mine) == 0:
+        return np.zeros(0, np.int64)
+    if mine[-1] - mine[0] + 1 == len(mine):  # no other plane's events between its lines
+        return slice(int(bounds[filled[mine[0]]]), int(bounds[filled[mine[-1]] + 1]))
+    return np.flatnonzero(table.plane_index == plane_index)
+
+
+def _plane_int_stat(table: EventTable, stat_name: str, rows: slice | np.ndarray,
                     fill: int) -> np.ndarray:
     """`table.int_stat(stat_name, fill)[rows]` for the rows of one plane: its lines lie side
     by side in the table, so only their values are read (no int64 column of every event
     kept to the build's end for one plane at a time)."""
+    if isinstance(rows, slice):
+        return table.int_stat_rows(stat_name, rows.start, rows.stop, fill)
     if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
         return table.int_stat_rows(stat_name, int(rows[0]), int(rows[-1]) + 1, fill)
     return table.int_stat(stat_name, fill)[rows]
@@ -216,26 +252,103 @@ def _host_calls(table: EventTable) -> np.ndarray:
     """Per event: the host-side call (of its own module) holding its launch, or NO_RUN.
 
     Calls are the host execution events (`host_execution_module`), overlapping ones of one
-    module merged; a device event finds its launch by `correlation_id` and the call by the
-    launch's start time. Call ids are unique across modules.
+    module merged; a device event finds its launch by `correlation_id` (the first launch by
+    event order where several carry one id) and the call by the launch's start time. Call ids
+    are unique across modules.
     """
     out = np.full(len(table), NO_RUN, np.int64)
     module_of_name = [host_execution_module(name) for name in table.names]
     if not any(module_of_name):
         return out
     canon = table.canonical
-    texts = canon.texts
     # Read here alone (the step types read a mask of it): not kept through the analyses.
     correlation = table.int_stat(CORRELATION_ID_STAT, keep=False)
     on_device = table.on_device
+    modules = sorted({m for m in module_of_name if m})  # per module, not per event
+    # Module (index into `modules`, -1 none) of each canonical module code and of each name.
+    module_index = {module: k for k, module in enumerate(modules)}
+    index_of_code = np.array([module_index.get(text, -1) for text in canon.texts] + [-1],
+                             np.int32)
+    index_of_name = np.array([module_index.get(m, -1) if m else -1 for m in module_of_name]
+                             + [-1], np.int32)
+    host = np.flatnonzero(~on_device)
+    host_module = index_of_name[table.name_id[host]]
+    calls = [_merged(table.start_ps[host[host_module == k]], table.end_ps[host[host_module == k]])
+             for k in range(len(modules))]
+    del host, host_module
     launches = np.flatnonzero(~on_device & (correlation >= 0))
-    launches = launches[np.argsort(correlation[launches], kind="stable")]
-    launch_ids, launch_starts = correlation[launches], table.start_ps[launches]
-    del launches
-    kernels = np.flatnonzero(on_device & (correlation >= 0) & (canon.module >= 0))
-    # Kernels looked up in correlation order (each device line's ids rise with time: a stable
-    # sort of few runs), so the search and the gathers walk the launches in order instead of
-    # jumping over them at random (8x the time at 5x the events, cache misses).
+    launch_ids = correlation[launches]
+    low = int(launch_ids.min()) if len(launches) else 0
+    size = int(launch_ids.max()) - low + 1 if len(launches) else 0
+    if len(launches) and len(modules) * size <= max(len(table), 1024) \
+            and size <= _DENSE_IDS_PER_LAUNCH * len(launches) + _DENSE_IDS_SLACK:
+        call_of_id = _call_of_launch_id(launches, launch_ids, low, size, table.start_ps, calls)
+        _kernel_calls_by_table(out, call_of_id, low, size, correlation, on_device,
+                               canon.module, index_of_code)
+    else:
+        _kernel_calls_sorted(out, launches, launch_ids, table.start_ps, correlation,
+                             on_device, canon.module, index_of_code, calls)
+    return out
+
+
+#: Correlation ids whose range is within this many times the launches (plus the slack) are
+#: tabled, not sorted.
+_DENSE_IDS_PER_LAUNCH = 2
+_DENSE_IDS_SLACK = 1024
+
+
+def _call_of_launch_id(launches: np.ndarray, launch_ids: np.ndarray, low: int, size: int,
+                       start_ps: np.ndarray, calls: list[tuple[np.ndarray, np.ndarray]]
+                       ) -> np.ndarray:
+    """Per module and correlation id (row-major, `size` ids from `low`): the call of that
+    module holding the id's first launch, NO_RUN for none. Correlation ids are counters (a
+    range within a few times the launches), so the launches (a seventh of a GPU capture's
+    events) are searched in each module's calls, not the kernels: each kernel then reads its
+    call from the table, no sort or search of millions of kernels."""
+    ids, first = unique_ints(launch_ids, return_index=True)
+    launch_start = start_ps[launches[first]]
+    ids -= low
+    out = np.full(len(calls) * size, NO_RUN, np.int64)
+    next_id = 0
+    for k, (begin, end) in enumerate(calls):
+        slot = np.searchsorted(begin, launch_start, side="right") - 1
+        inside = (slot >= 0) & (launch_start < end[np.maximum(slot, 0)])
+        out[k * size + ids[inside]] = next_id + slot[inside]
+        next_id += len(begin)
+    return out
+
+
+def _kernel_calls_by_table(out: np.ndarray, call_of_id: np.ndarray, low: int, size: int,
+                           correlation: np.ndarray, on_device: np.ndarray,
+                           module: np.ndarray, index_of_code: np.ndarray) -> None:
+    """Sets `out` at each device event with a correlation id and a module with calls to its
+    entry in `call_of_id` (`index_of_code`: per canonical module code, the index of its
+    calls' module, -1 none). A part of
+    events at a time: the temporaries stay small and warm (whole-column temporaries of 10M
+    events cost more in fresh pages than in work)."""
+    chunk = column_sizes.CHUNK_EVENTS // 4
+    for lo in range(0, len(out), chunk):
+        hi = min(lo + chunk, len(out))
+        ids, code = correlation[lo:hi], index_of_code[module[lo:hi]]
+        rows = np.flatnonzero(on_device[lo:hi] & (code >= 0) & (ids >= low)
+                              & (ids < low + size))
+        if len(rows):
+            key = code[rows].astype(np.int64) * size + (ids[rows] - low)
+            out[lo + rows] = call_of_id[key]
+
+
+def _kernel_calls_sorted(out: np.ndarray, launches: np.ndarray, launch_ids: np.ndarray,
+                         start_ps: np.ndarray, correlation: np.ndarray, on_device: np.ndarray,
+                         module: np.ndarray, index_of_code: np.ndarray,
+                         calls: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """`_kernel_calls_by_table` where correlation ids are sparse: launches sorted by id and
+    kernels looked up in id order (each device line's ids rise with time: a stable sort of
+    few runs), so the search and the gathers walk the launches in order."""
+    by_launch_id = np.argsort(launch_ids, kind="stable")
+    launch_ids = launch_ids[by_launch_id]
+    launch_starts = start_ps[launches[by_launch_id]]
+    del by_launch_id
+    kernels = np.flatnonzero(on_device & (correlation >= 0) & (module >= 0))
     kernel_ids = correlation[kernels]
     by_id = np.argsort(kernel_ids, kind="stable")
     kernels, kernel_ids = kernels[by_id], kernel_ids[by_id]
@@ -245,19 +358,14 @@ def _host_calls(table: EventTable) -> np.ndarray:
     found[found] &= launch_ids[at[found]] == kernel_ids[found]
     kernels, launch_start = kernels[found], launch_starts[at[found]]
     del kernel_ids, at, found
-    kernel_code = canon.module[kernels]
-    present = unique_ints(kernel_code)[0].tolist()  # distinct module codes, not kernels
+    kernel_module = index_of_code[module[kernels]]
     next_id = 0
-    for module in sorted({m for m in module_of_name if m}):  # per module, not per event
-        names = np.array([m == module for m in module_of_name] + [False])
-        calls = np.flatnonzero(names[table.name_id] & ~on_device)
-        begin, end = _merged(table.start_ps[calls], table.end_ps[calls])
-        mine = np.flatnonzero(np.isin(kernel_code, [c for c in present if texts[c] == module]))
+    for k, (begin, end) in enumerate(calls):
+        mine = np.flatnonzero(kernel_module == k)
         slot = np.searchsorted(begin, launch_start[mine], side="right") - 1
         inside = (slot >= 0) & (launch_start[mine] < end[np.maximum(slot, 0)])
         out[kernels[mine[inside]]] = next_id + slot[inside]
         next_id += len(begin)
-    return out
 
 
 def _merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -273,15 +381,41 @@ def _merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return start[cuts], np.maximum.reduceat(end, cuts)
 
 
+def _busy(table: EventTable, event_execution: np.ndarray, plane: np.ndarray,
+          count: int) -> np.ndarray:
+    """`union_per_group` of the executions' device events, plane by plane from rows put in
+    (execution, start) order without a sort of them all: a plane's executions hold
+    consecutive ids in begin order and its events take the one begun last before their start,
+    so its events in start order (ties in event order: one stable sort of a few runs, the
+    plane's lines) are in execution order too. Each group's union is its own, so a plane's
+    unions are computed apart (a plane's arrays, not copies of every device event)."""
+    busy = np.zeros(count, np.int64)
+    for plane_index in unique_ints(plane)[0].tolist():  # per device plane, not per event
+        lo, hi = (int(v) for v in np.searchsorted(plane, [plane_index, plane_index + 1]))
+        rows = _plane_rows(table, plane_index)
+        start = table.start_ps[rows]
+        by_time = np.argsort(start, kind="stable")
+        ids = event_execution[rows][by_time]
+        member = ids >= 0
+        by_time = by_time[member]
+        ids = ids[member]
+        ids -= lo
+        busy[lo:hi] = union_sorted(ids, start[by_time], table.end_ps[rows][by_time], hi - lo)
+    return busy
+
+
 def _assign(table: EventTable, on_device: np.ndarray, plane: np.ndarray, begin: np.ndarray,
             end: np.ndarray) -> np.ndarray:
     """Per event: the execution on its plane whose [begin, end) holds its start, else -1."""
     out = np.full(len(table), -1, np.int32)  # (executions number far below 2^31)
     for plane_index in np.unique(plane).tolist():  # per device plane, not per event
         lo, hi = np.searchsorted(plane, [plane_index, plane_index + 1])
-        rows = np.flatnonzero(on_device & (table.plane_index == plane_index))
+        rows = _plane_rows(table, plane_index)  # (a device plane: every event on device)
         start = table.start_ps[rows]
         found = np.searchsorted(begin[lo:hi], start, side="right") - 1
         inside = (found >= 0) & (start < end[lo:hi][np.maximum(found, 0)])
-        out[rows[inside]] = lo + found[inside]
+        if isinstance(rows, slice):
+            out[rows][inside] = lo + found[inside]
+        else:
+            out[rows[inside]] = lo + found[inside]
     return out

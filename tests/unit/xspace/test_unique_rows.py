@@ -90,3 +90,24 @@ def test_sparse_code_rows_are_joined_by_ranks(monkeypatch: pytest.MonkeyPatch) -
     assert np.array_equal(got_first, first)
     assert np.array_equal(got_inverse, inverse.reshape(-1))
     assert sorts == []  # every unique of the join was a table of a dense range
+
+
+@pytest.mark.parametrize("part_rows", [1 << 16, 7, 1])
+def test_keys_built_in_parts_equal_numpy(part_rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key passes run `_PART_ROWS` rows at a time: every part size gives numpy's unique,
+    on each way to a key (one mixed radix; ranked joins, each column and join by a table or,
+    where its range is too wide, by a sort)."""
+    from tb_profile_plugin.xspace import unique_rows as module
+    monkeypatch.setattr(module, "_PART_ROWS", part_rows)
+    rng = np.random.default_rng(21)
+    for _ in range(200):
+        n, k = int(rng.integers(1, 80)), int(rng.integers(1, 6))
+        spans = rng.choice([2, 9, 40, 10**6], k)  # (10**6: a column ranked by a sort)
+        rows = np.stack([rng.integers(-1, int(s), n) for s in spans], axis=1).astype(np.int64)
+        rows[n // 2:] = rows[: n - n // 2]  # repeated rows
+        unique, first, inverse = np.unique(rows, axis=0, return_index=True,
+                                           return_inverse=True)
+        got_unique, got_first, got_inverse = unique_rows(rows, return_index=True)
+        assert np.array_equal(got_unique, unique)
+        assert np.array_equal(got_first, first)
+        assert np.array_equal(got_inverse, inverse.reshape(-1))
