@@ -160,8 +160,9 @@ def _host_executions(table: EventTable, names: TextIndex) -> Executions:
     rank[order] = np.arange(count)
     event_execution = np.full(len(table), -1, np.int32)
     event_execution[rows] = rank[inverse]
+    # (by rank: already in the executions' order)
     busy = union_per_group(rank[inverse], table.start_ps[rows], table.end_ps[rows], count)
-    return Executions(plane[order], module[order], begin[order], end[order], busy[order],
+    return Executions(plane[order], module[order], begin[order], end[order], busy,
                       names.texts, event_execution)
 
 
