@@ -56,6 +56,20 @@ static inline uint64_t read_varint(Reader *r) {
     return 0;
 }
 
+/* Passes over a varint (one 8-byte load where 8 bytes are left and it ends in them). */
+static inline void skip_varint(Reader *r) {
+    if (r->end - r->p >= 8) {
+        uint64_t word;
+        memcpy(&word, r->p, 8);
+        uint64_t ends = ~word & 0x8080808080808080ULL;  /* (little-endian: byte i, bit 8i+7) */
+        if (ends) {
+            r->p += (__builtin_ctzll(ends) >> 3) + 1;
+            return;
+        }
+    }
+    read_varint(r);
+}
+
 /* Skips one field's value of the given wire type; returns 0 on malformed input. */
 static inline int skip_value(Reader *r, unsigned wire_type) {
     switch (wire_type) {
@@ -212,11 +226,13 @@ static int decode_event(Reader *outer, const uint8_t *p, const uint8_t *end, Col
     Reader r = {p, end, outer->base, 0};
     int64_t meta = 0, offset = 0, duration = 0, occurrences = 0;
     Py_ssize_t index = cols->n_events;
+    int written = cols->mode > WALK_SEE;  /* (the events' columns are: their fields passed) */
     while (r.p < r.end) {
         uint64_t tag = read_varint(&r);
         if (r.error) return 0;
         unsigned field = (unsigned)(tag >> 3), wt = (unsigned)(tag & 7);
-        if (wt == 0 && field == 1) meta = (int64_t)read_varint(&r);
+        if (wt == 0 && written) skip_varint(&r);
+        else if (wt == 0 && field == 1) meta = (int64_t)read_varint(&r);
         else if (wt == 0 && field == 2) { offset = (int64_t)read_varint(&r); occurrences = 0; }
         else if (wt == 0 && field == 3) duration = (int64_t)read_varint(&r);
         else if (wt == 0 && field == 5) { occurrences = (int64_t)read_varint(&r); offset = 0; }
@@ -229,7 +245,7 @@ static int decode_event(Reader *outer, const uint8_t *p, const uint8_t *end, Col
         else if (!skip_value(&r, wt)) return 0;
         if (r.error) return 0;
     }
-    if (cols->mode > WALK_SEE) {  /* (the events' columns are written) */
+    if (written) {
         cols->n_events++;
         return 1;
     }
@@ -522,6 +538,7 @@ typedef struct {
     int32_t *buckets;        /* index into entries, -1 empty */
     size_t n_entries, cap_entries, n_buckets;
     int64_t last_value;      /* the last value looked up (strings: its key) and its code */
+    int64_t max_value;       /* integers: the largest in the table (a larger one is new) */
     int32_t last_code, last_length;
     int has_last;
 } DenseHash;
@@ -629,11 +646,14 @@ static int32_t hash_int_code(DenseHash *t, int64_t value) {
     if (t->has_last && t->last_value == value) return t->last_code;
     uint64_t h = mix64((uint64_t)value);
     int32_t e = -1;
-    if (t->n_buckets) {
+    if (t->n_entries && value <= t->max_value) {  /* (increasing ids: new, no probe) */
         size_t mask = t->n_buckets - 1, at = (size_t)h & mask;
         while ((e = t->buckets[at]) >= 0 && t->entries[e].value != value) at = (at + 1) & mask;
     }
-    if (e < 0 && (e = hash_add(t, (DenseEntry){value, 0, 0, 0, h})) < 0) return -1;
+    if (e < 0) {
+        if ((e = hash_add(t, (DenseEntry){value, 0, 0, 0, h})) < 0) return -1;
+        if (e == 0 || value > t->max_value) t->max_value = value;
+    }
     t->has_last = 1;
     t->last_value = value;
     t->last_code = e;
@@ -1017,7 +1037,11 @@ static int dense_finish_hash(DensePlan *d, DenseStat *t) {
         for (size_t e = 0; e < distinct; e++)
             if (h->entries[e].length > 8)
                 h->entries[e].key = (int64_t)(intptr_t)(d->strings + h->entries[e].value);
-    qsort(h->entries, distinct, sizeof(DenseEntry), text ? cmp_string_entry : cmp_int_entry);
+    int (*cmp)(const void *, const void *) = text ? cmp_string_entry : cmp_int_entry;
+    size_t ordered = 1;  /* entries already in order (ids seen increasing): no sort */
+    while (ordered < distinct && cmp(&h->entries[ordered - 1], &h->entries[ordered]) < 0)
+        ordered++;
+    if (ordered < distinct) qsort(h->entries, distinct, sizeof(DenseEntry), cmp);
     int32_t *final_of = malloc((distinct + 1) * sizeof(int32_t));  /* hash code + 1 -> code */
     t->n_table = (int64_t)distinct + 1;
     t->table = malloc((size_t)t->n_table * 8);
@@ -1206,15 +1230,19 @@ static PyObject *rows_except(PyObject *self, PyObject *args) {
  * decode_line_dense(buf, row_bytes, slot_bytes) gives what decode_line and dense_plan give
  * together, without a column per stat row: a device line's sparse rows (18 bytes each, 13M
  * on an 8-GPU capture's kernel line of 1M events, with the line's 123 MB of bytes held as
- * well) were its decode's peak. It walks the line's bytes up to three times (each walk reads
- * the same bytes: a fraction of the cost of writing and reading the rows' columns): once for
- * the events' columns and what dense_plan's pass one learns of each stat row (its checks,
- * value range, neighbours), once for pass two's codes (strings told apart where they stand in
- * buf), and, where some rows stay sparse (a stat that cannot be dense, or whose codes would
- * cost more than its rows: `_worth_dense` in dense_stats.py, with its costs `row_bytes` and
- * `slot_bytes`), once more for those rows alone. A line dense_plan would not do (more than
- * 64 stat ids, ids past 65535, long strings), or a malformed one, gives None: the decoder
- * then walks it with decode_line. */
+ * well) were its decode's peak. It walks the line's bytes twice: once for the events' columns
+ * and what dense_plan's pass one learns of each stat row (its checks, value range,
+ * neighbours), once for pass two's codes (strings told apart where they stand in buf) and the
+ * rows that stay sparse, or may (a stat that cannot be dense, or whose codes might cost more
+ * than its rows: `_worth_dense` in dense_stats.py, with its costs `row_bytes` and
+ * `slot_bytes`, bounded by its rows or its range of values: `line_may_keep`); those that
+ * turned out dense are dropped from the rows after. An integer stat with so many distinct
+ * values that it cannot be dense is no longer hashed (`line_hopeless`). Reading the bytes is
+ * most of a walk's cost: a host thread's line of a stat or so an event (TF CPU threads:
+ * half its rows sparse, a per-event id among them) took three walks and a sort of its ids,
+ * 2.4x the row walk; now 1.3-1.5x. A line dense_plan would not do (more than 64 stat ids,
+ * ids past 65535, long strings), or a malformed one, gives None: the decoder then walks it
+ * with decode_line. */
 
 typedef struct LinePlan {
     DensePlan d;
@@ -1223,6 +1251,8 @@ typedef struct LinePlan {
     uint8_t first_pairs[DENSE_MAX_STATS * DENSE_MAX_STATS + 1];
     uint8_t kind0[DENSE_MAX_STATS];
     uint8_t keep[DENSE_MAX_STATS];     /* by first-sight rank: its rows stay sparse */
+    uint8_t write[DENSE_MAX_STATS];    /* pass two writes its rows (`line_may_keep`) */
+    int64_t row_bytes, slot_bytes;     /* `_worth_dense`'s costs */
     int64_t count[DENSE_MAX_STATS], vmin[DENSE_MAX_STATS], vmax[DENSE_MAX_STATS];
     uint64_t mixed;
     int32_t previous_row, longest;
@@ -1262,6 +1292,35 @@ static int line_see(LinePlan *p, int32_t r, int64_t id, uint8_t kind, int64_t v,
     return 1;
 }
 
+/* Whether `count` rows of a stat cost at most its codes and table of `n_table` slots, were
+ * the codes of `dense_width(n_table)` bytes (at least theirs when `n_table` > 2): the stat
+ * cannot be worth a dense column (`_worth_dense`) once it has that many distinct values. */
+static int line_not_worth(const LinePlan *p, int64_t count, int64_t n_table) {
+    return count * p->row_bytes <=
+           (int64_t)dense_width(n_table) * p->d.num_rows + n_table * p->slot_bytes;
+}
+
+/* An integer hash-coded stat with so many distinct values already (two or more) that it
+ * stays sparse whatever the rest of its rows hold (a host thread's per-event ids: 120k
+ * distinct of 120k rows), so that hashing the rest and sorting its table are not done. */
+static int line_hopeless(const LinePlan *p, const DenseStat *t) {
+    int64_t distinct = (int64_t)t->hash.n_entries;
+    return distinct >= 2 && line_not_worth(p, t->count, distinct + 1);
+}
+
+/* Stops coding stat `s`: it stays sparse (no table: `line_decide` keeps its rows, which
+ * pass two writes already: a stat that may stay sparse is `line_may_keep`'s). */
+static void line_give_up(LinePlan *p, int s) {
+    DenseStat *t = &p->d.st[s];
+    free(t->tmp);
+    t->tmp = NULL;
+    hash_free(&t->hash);
+    memset(&t->hash, 0, sizeof t->hash);
+    t->method = CODE_NONE;
+    p->lanes.slow[s] = 0;
+    p->lanes.idle[s] = 1;
+}
+
 /* Pass two's coding of a stat row (dense_second_pass's loop body). */
 static int line_code(Columns *cols, LinePlan *p, int32_t r, int64_t id, int64_t v,
                      int32_t length) {
@@ -1269,9 +1328,11 @@ static int line_code(Columns *cols, LinePlan *p, int32_t r, int64_t id, int64_t 
     int s = p->slot[id];  /* (every id below DENSE_ID_SLOTS: pass one saw to it) */
     if (lanes->idle[s]) return 1;
     if (lanes->slow[s]) {
-        int done = dense_slow_row(&p->d, &p->d.st[s], r, v, length);
+        DenseStat *t = &p->d.st[s];
+        int done = dense_slow_row(&p->d, t, r, v, length);
         if (done < 0) p->bail = 1;
         if (done == 0) cols->no_memory = 1;
+        if (done == 1 && t->method == CODE_HASH && line_hopeless(p, t)) line_give_up(p, s);
         return done == 1;
     }
     uint64_t offset = (uint64_t)v - (uint64_t)lanes->base[s];
@@ -1281,10 +1342,9 @@ static int line_code(Columns *cols, LinePlan *p, int32_t r, int64_t id, int64_t 
     return 1;
 }
 
-/* A row that stays sparse, written (room for every such row was made first). */
-static int line_keep(LinePlan *p, int32_t r, int64_t id, uint8_t kind, int64_t v,
-                     int32_t length) {
-    if (!p->keep[p->slot[id]]) return 1;
+/* A row that stays (or may stay) sparse, written (room for every such row was made first). */
+static int line_put(LinePlan *p, int32_t r, int64_t id, uint8_t kind, int64_t v,
+                    int32_t length) {
     Py_ssize_t k = p->n_kept++;
     ((int32_t *)p->k_row.data)[k] = r;
     ((int32_t *)p->k_meta.data)[k] = (int32_t)id;
@@ -1300,8 +1360,12 @@ static int line_row(Columns *cols, int32_t event_index, int64_t meta, uint8_t ki
                     int64_t value, int32_t length) {
     LinePlan *p = cols->line;
     if (cols->mode == WALK_SEE) return line_see(p, event_index, meta, kind, value, length);
-    if (cols->mode == WALK_CODE) return line_code(cols, p, event_index, meta, value, length);
-    return line_keep(p, event_index, meta, kind, value, length);
+    if (cols->mode == WALK_CODE) {
+        if (!line_code(cols, p, event_index, meta, value, length)) return 0;
+        return p->write[p->slot[meta]] ? line_put(p, event_index, meta, kind, value, length)
+                                       : 1;
+    }
+    return p->keep[p->slot[meta]] ? line_put(p, event_index, meta, kind, value, length) : 1;
 }
 
 /* Which stats' rows stay sparse (not candidates, or candidates whose codes and table cost
@@ -1320,11 +1384,69 @@ static Py_ssize_t line_decide(LinePlan *p, int64_t row_bytes, int64_t slot_bytes
     return kept;
 }
 
-/* The walks. 1: done; 0: a line left to decode_line; -1: out of memory. */
+/* Which stats' rows pass two writes (`write`), and how many rows that is: every stat that
+ * is no candidate, and every candidate that may yet cost more dense than as rows (its table
+ * and code width bounded by its rows, or by its range of values). A candidate certain to be
+ * dense writes none: the rows of a line whose stats are coded are never written. */
+static Py_ssize_t line_may_keep(LinePlan *p) {
+    DensePlan *d = &p->d;
+    Py_ssize_t rows = 0;
+    for (int s = 0; s < d->k; s++) {
+        DenseStat *t = &d->st[s];
+        int64_t most = t->count;  /* distinct values at most */
+        if (t->method == CODE_RANGE) {
+            uint64_t last = (uint64_t)t->vmax - (uint64_t)t->vmin;
+            if (last < (uint64_t)most) most = (int64_t)last + 1;
+        }
+        int may_keep = p->lanes.keep[s] ||
+                       (t->method == CODE_NONE
+                            ? t->count * p->row_bytes <= t->n_table * p->slot_bytes
+                            : line_not_worth(p, t->count, most + 1));
+        p->write[s] = (uint8_t)may_keep;
+        rows += may_keep ? t->count : 0;
+    }
+    return rows;
+}
+
+/* Room for `rows` sparse rows in the kept columns; 0 when memory ran out. */
+static int line_reserve_kept(LinePlan *p, Py_ssize_t rows) {
+    p->k_row.item = p->k_meta.item = 4;
+    p->k_kind.item = 1;
+    p->k_value.item = 8;
+    return col_reserve(&p->k_row, rows) && col_reserve(&p->k_meta, rows) &&
+           col_reserve(&p->k_kind, rows) && col_reserve(&p->k_value, rows) &&
+           col_reserve(&p->k_length, rows);
+}
+
+/* The rows pass two wrote of stats that turned out dense dropped (in place, file order). */
+static void line_compact(LinePlan *p) {
+    const int32_t *meta = (const int32_t *)p->k_meta.data;
+    Py_ssize_t to = 0;
+    size_t width = p->k_length.item;
+    for (Py_ssize_t k = 0; k < p->n_kept; k++) {
+        if (!p->keep[p->slot[meta[k]]]) continue;
+        ((int32_t *)p->k_row.data)[to] = ((int32_t *)p->k_row.data)[k];
+        ((int32_t *)p->k_meta.data)[to] = meta[k];
+        ((uint8_t *)p->k_kind.data)[to] = ((uint8_t *)p->k_kind.data)[k];
+        ((int64_t *)p->k_value.data)[to] = ((int64_t *)p->k_value.data)[k];
+        memmove(p->k_length.data + to * width, p->k_length.data + k * width, width);
+        to++;
+    }
+    p->n_kept = to;
+}
+
+/* The walks: pass one (events, stat checks and ranges), pass two (codes, and the rows that
+ * stay or may stay sparse: `line_may_keep`), the rows of stats that turned out dense dropped
+ * from those; a third walk only where a stat pass two did not write stays sparse after all
+ * (never, `line_may_keep` bounding every stat's costs; kept as the safe way). Two walks of
+ * the bytes, not three: a host thread's line (a stat or so an event, half its rows sparse)
+ * is bound by reading the bytes. 1: done; 0: a line left to decode_line; -1: out of memory. */
 static int line_dense_run(const uint8_t *buf, Py_ssize_t size, Columns *cols, Header *h,
                           int64_t row_bytes, int64_t slot_bytes) {
     LinePlan *p = cols->line;
     DensePlan *d = &p->d;
+    p->row_bytes = row_bytes;
+    p->slot_bytes = slot_bytes;
     cols->mode = WALK_SEE;
     if (!walk_line(buf, size, cols, h)) return cols->no_memory ? -1 : 0;
     Py_ssize_t n = cols->n_events;
@@ -1336,6 +1458,9 @@ static int line_dense_run(const uint8_t *buf, Py_ssize_t size, Columns *cols, He
     d->min_count = (n + 2 * slot_bytes) / row_bytes + 1;  /* (`_min_dense_count`) */
     dense_settle(d, d->k, p->kind0, p->count, p->vmin, p->vmax, p->mixed, p->first_pairs);
     if (!dense_prepare(d, &p->lanes)) return -1;
+    p->k_length.item = p->longest <= 0xFF ? 1 : p->longest <= 0xFFFF ? 2 : 4;
+    Py_ssize_t may_keep = line_may_keep(p);
+    if (may_keep && !line_reserve_kept(p, may_keep)) return -1;
     cols->mode = WALK_CODE;
     cols->n_events = 0;
     if (!walk_line(buf, size, cols, h)) return cols->no_memory ? -1 : 0;
@@ -1346,15 +1471,17 @@ static int line_dense_run(const uint8_t *buf, Py_ssize_t size, Columns *cols, He
         if (!done) return -1;
     }
     Py_ssize_t kept = line_decide(p, row_bytes, slot_bytes);
-    p->k_length.item = p->longest <= 0xFF ? 1 : p->longest <= 0xFFFF ? 2 : 4;
-    if (!kept) return 1;
-    p->k_row.item = p->k_meta.item = 4;
-    p->k_kind.item = 1;
-    p->k_value.item = 8;
-    if (!col_reserve(&p->k_row, kept) || !col_reserve(&p->k_meta, kept) ||
-        !col_reserve(&p->k_kind, kept) || !col_reserve(&p->k_value, kept) ||
-        !col_reserve(&p->k_length, kept))
-        return -1;
+    int unwritten = 0, dropped = 0;
+    for (int s = 0; s < d->k; s++) {
+        unwritten |= p->keep[s] && !p->write[s];
+        dropped |= p->write[s] && !p->keep[s];
+    }
+    if (!unwritten) {
+        if (dropped) line_compact(p);
+        return 1;
+    }
+    p->n_kept = 0;
+    if (!line_reserve_kept(p, kept)) return -1;
     cols->mode = WALK_KEEP;
     cols->n_events = 0;
     if (!walk_line(buf, size, cols, h)) return cols->no_memory ? -1 : 0;

@@ -187,13 +187,7 @@ def _structure(source: _Source, pure: bool
     checks that refuse what no profiler writes."""
     if not source.size:
         raise UnreadableProfile("the file is empty (0 bytes): the capture did not finish writing")
-    walked, rest_at = _walk_fields(source)
-    rest = source.read(rest_at, source.size)
-    fields = _scan(rest, 0, len(rest), pure)
-    if rest_at:  # (positions in the file, as the walked fields')
-        fields = fields + np.array([0, 0, rest_at, rest_at, rest_at], np.int64)
-    del rest
-    fields = np.concatenate([walked, fields]) if len(walked) else fields
+    fields = _fields_of(source, 0, source.size, pure)
     if np.any(fields[:, 0] > 4) or np.any(fields[:, 1] != 2):
         raise UnreadableProfile(
             "the file is protobuf but not an XSpace (unexpected fields): it is not an "
@@ -210,34 +204,62 @@ def _structure(source: _Source, pure: bool
     return head, planes
 
 
-def _walk_fields(source: _Source) -> tuple[np.ndarray, int]:
-    """The top-level fields (`_scan`'s rows) of a file read by ranges, read a header at a
-    time, so that no plane is read here, and where the rest begins (read whole: bytes in
-    memory at once; a file that walks past `_MAX_WALKED` fields, which no profiler writes)."""
+def _fields_of(source: _Source, start: int, end: int, pure: bool) -> np.ndarray:
+    """`_scan`'s rows of the message at [start, end) of the file, positions in the file. Bytes
+    in memory are scanned whole; a file read by ranges is walked a header at a time
+    (`_walk_fields`: no line or plane is read to find the fields around it)."""
+    walked, rest_at = _walk_fields(source, start, end)
+    rest = source.read(rest_at, end)
+    fields = _scan(rest, 0, len(rest), pure)
+    if rest_at:
+        fields = fields + np.array([0, 0, rest_at, rest_at, rest_at], np.int64)
+    return np.concatenate([walked, fields]) if len(walked) else fields
+
+
+def _walk_fields(source: _Source, start: int, end: int) -> tuple[np.ndarray, int]:
+    """The fields (`_scan`'s rows) of the message at [start, end) of a file read by ranges,
+    from their headers (read `_WINDOW_BYTES` at a time: a run of small fields is one read, a
+    large field is skipped, not read), and where the rest begins: the end, unless the walk
+    stopped at `_MAX_WALKED` fields (no profiler writes that many), whose rest is then read
+    whole. Bytes in memory are not walked (rest: all of it)."""
     rows: list[tuple[int, int, int, int, int]] = []
-    at = 0
+    at = start
     if source.ranges is None:
         return np.zeros((0, 5), np.int64), at
-    while at < source.size and len(rows) < _MAX_WALKED:
-        header = bytes(source.read(at, min(at + _HEADER_BYTES, source.size)))
-        tag, length_at = _varint(header, 0)
-        if tag & 7 != 2:  # not length-delimited: not an XSpace's; the rest's scan says so
-            break
-        length, value_at = _varint(header, length_at)
-        end = at + value_at + length
-        if end > source.size:
-            raise ValueError("a field reaches past the end of the file")
-        rows.append((tag >> 3, 2, at, at + value_at, end))
-        at = end
+    window, window_at = b"", start
+    while at < end and len(rows) < _MAX_WALKED:
+        if at + _HEADER_BYTES > window_at + len(window) and window_at + len(window) < end:
+            window, window_at = bytes(source.read(at, min(at + _WINDOW_BYTES, end))), at
+        tag, value_at = _varint(window, at - window_at)
+        wire_type = tag & 7
+        if wire_type == 2:
+            length, payload_at = _varint(window, value_at)
+            value, field_end = window_at + payload_at, window_at + payload_at + length
+        elif wire_type == 0:
+            value, field_end = window_at + value_at, window_at + _varint(window, value_at)[1]
+        elif wire_type in (1, 5):
+            value = window_at + value_at
+            field_end = value + (8 if wire_type == 1 else 4)
+        else:
+            raise ValueError("malformed message: truncated or not protobuf")
+        if tag >> 3 == 0 or field_end > end:
+            raise ValueError("malformed message: truncated or not protobuf")
+        rows.append((tag >> 3, wire_type, at, value, field_end))
+        at = field_end
     return np.array(rows, np.int64).reshape(-1, 5), at
 
 
-#: Top-level fields read a header at a time at most (planes, hostnames, messages).
+#: Bytes read at a time while walking fields' headers.
+_WINDOW_BYTES = 64 << 10
+#: Fields of one message walked by their headers at most (a plane's lines and metadata
+#: entries; the file's planes, hostnames and messages).
 _MAX_WALKED = 100_000
 
 
 def _records_of(source: _Source, rows: np.ndarray) -> bytes:
-    """`_records` of fields anywhere in the file: each run of adjacent fields read once."""
+    """The encoded fields of `rows` (positions in the file), tags included, joined: a message
+    holding just those. Each run of adjacent fields is one read (a plane's metadata is one run
+    of fields however many entries it holds: no Python step per field)."""
     if len(rows) == 0:
         return b""
     begin, end = rows[:, 2], rows[:, 4]
@@ -270,20 +292,18 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
 
 def _plane_heads(source: _Source, plane_spans: list[tuple[int, int]], pure: bool
                  ) -> tuple[list[xplane_pb2.XPlane], list[list[tuple[int, int]]]]:
-    """Each plane's message without its lines, and its lines' (start, end) in the file: a
-    plane's bytes are read (or viewed) and dropped once its fields are known."""
+    """Each plane's message without its lines, and its lines' (start, end) in the file: read
+    by ranges, a plane's lines are found from their headers and never read here."""
     heads: list[xplane_pb2.XPlane] = []
     spans: list[list[tuple[int, int]]] = []
     line_count = 0
     for start, end in plane_spans:
-        view = source.read(start, end)
-        fields = _scan(view, 0, len(view), pure)
+        fields = _fields_of(source, start, end, pure)
         is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
-        heads.append(_plane_head(view, fields, is_line))
-        spans.append([(start + int(r[3]), start + int(r[4])) for r in fields[is_line]])
+        heads.append(_plane_head(source, fields, is_line))
+        spans.append([(int(r[3]), int(r[4])) for r in fields[is_line]])
         line_count += len(spans[-1])
         _check_line_count(line_count)
-        del view
     return heads, spans
 
 
@@ -293,19 +313,6 @@ def _scan(view: memoryview, start: int, end: int, pure: bool) -> np.ndarray:
     if not pure:
         return np.frombuffer(_wire.scan_fields(view, start, end), np.int64).reshape(-1, 5)
     return wire_numpy.scan_fields(view, start, end)
-
-
-def _records(view: memoryview, rows: np.ndarray) -> bytes:
-    """The encoded fields of `rows`, tags included, joined: a message holding just those.
-    Adjacent fields are taken as one slice (a plane's metadata is one run of fields however
-    many entries it holds: no Python step per field)."""
-    if len(rows) == 0:
-        return b""
-    begin, end = rows[:, 2], rows[:, 4]
-    cut = np.flatnonzero(begin[1:] != end[:-1]) + 1
-    starts = begin[np.concatenate([[0], cut])].tolist()
-    ends = end[np.concatenate([cut - 1, [len(rows) - 1]])].tolist()
-    return b"".join(view[a:b] for a, b in zip(starts, ends, strict=True))
 
 
 def max_lines() -> int:
@@ -350,13 +357,13 @@ def _decode_planes(
     return decoded
 
 
-def _plane_head(view: memoryview, fields: np.ndarray, is_line: np.ndarray) -> xplane_pb2.XPlane:
+def _plane_head(source: _Source, fields: np.ndarray, is_line: np.ndarray) -> xplane_pb2.XPlane:
     """The plane's message without its lines (protobuf parses that small rest); a plane of
     `PLANES_READ_BY_NAME` with its id and name alone."""
-    named = xplane_pb2.XPlane.FromString(_records(view, fields[fields[:, 0] <= 2]))
+    named = xplane_pb2.XPlane.FromString(_records_of(source, fields[fields[:, 0] <= 2]))
     if named.name in PLANES_READ_BY_NAME:
         return named
-    plane = xplane_pb2.XPlane.FromString(_records(view, fields[~is_line]))
+    plane = xplane_pb2.XPlane.FromString(_records_of(source, fields[~is_line]))
     _reject_unknown_fields(plane)
     return plane
 

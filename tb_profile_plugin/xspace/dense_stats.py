@@ -17,10 +17,11 @@ no gathered copy of the rows, a table of each stat's value range instead of a so
 gives equal columns (gpu8_2m, 22.9M stat rows: 0.67-0.71 s -> 0.15 s of CPU).
 
 The compiled decoder does most lines without sparse rows at all (`walk_line_dense`,
-`_wire.decode_line_dense`): the same two passes read each stat straight from the line's bytes,
-and only the rows that stay sparse are written (`densify_walked` finishes the columns as
-`densify` would). An 8-GPU capture's kernel line of 1M events and 13M stats took a 504 MiB
-transient (the line's bytes, 25 bytes a row of walked columns, the rows' copies), now 164 MiB.
+`_wire.decode_line_dense`): the same two passes read each stat straight from the line's bytes
+(two walks of them), and only the rows that stay sparse, or may, are written (`densify_walked`
+finishes the columns as `densify` would, keeping those rows' columns as the walk gives them).
+An 8-GPU capture's kernel line of 1M events and 13M stats took a 504 MiB transient (the
+line's bytes, 25 bytes a row of walked columns, the rows' copies), now 164 MiB.
 """
 
 from __future__ import annotations
@@ -263,7 +264,7 @@ def densify_walked(kept: StatColumns, num_rows: int, plan: tuple) -> StatColumns
     if not chosen:
         return StatColumns(kept.row, kept.metadata_id, kept.kind, kept.value, kept.length,
                            kept.strings, order_ids=order_ids)
-    return _assemble(kept, np.arange(len(kept)), chosen, order_ids)
+    return _assemble(kept, None, chosen, order_ids)  # (every row of `kept`: no gathers)
 
 
 def _ranks(stat_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -414,10 +415,11 @@ def _keeps_event_order(row: np.ndarray, rank: np.ndarray, stat_ids: np.ndarray,
     return not bool(np.any((placed[1:] < placed[:-1]) & (row[1:] == row[:-1])))
 
 
-def _assemble(stats: StatColumns, kept: np.ndarray, chosen: list[_Chosen],
+def _assemble(stats: StatColumns, kept: np.ndarray | None, chosen: list[_Chosen],
               order_ids: np.ndarray) -> StatColumns:
-    """The StatColumns of the rows `kept` sparse (their positions) and the `chosen` dense
-    stats, with one new blob of the strings either still uses."""
+    """The StatColumns of the rows `kept` sparse (their positions; None: every row of
+    `stats`, its columns kept as they are, not copied) and the `chosen` dense stats, with one
+    new blob of the strings either still uses."""
     stripes: dict[int, list[np.ndarray]] = {1: [], 2: [], 4: []}
     widths, stripe_of = [], []
     for _, _, _, _, codes in chosen:
@@ -430,26 +432,30 @@ def _assemble(stats: StatColumns, kept: np.ndarray, chosen: list[_Chosen],
             stripes[width].append(codes)
     starts = np.zeros(len(chosen) + 1, np.int64)
     np.cumsum([len(table) for _, _, table, _, _ in chosen], out=starts[1:])
-    values = np.concatenate([table for _, _, table, _, _ in chosen])
     lengths = np.concatenate([lens for _, _, _, lens, _ in chosen])
     dense_kind = np.array([kind for _, kind, _, _, _ in chosen], np.uint8)
-    row, metadata_id, kind = stats.row[kept], stats.metadata_id[kept], stats.kind[kept]
-    value, length = stats.value[kept], stats.length[kept]
+    if kept is None:
+        row, metadata_id, kind = stats.row, stats.metadata_id, stats.kind
+        value, length = stats.value, stats.length
+    else:
+        row, metadata_id, kind = stats.row[kept], stats.metadata_id[kept], stats.kind[kept]
+        value, length = stats.value[kept], stats.length[kept]
+    num_kept = len(row)
     # One blob: the sparse rows' strings, then each dense string value once.
     text = np.repeat(np.isin(dense_kind, _STRING_KINDS), np.diff(starts))
     text[starts[:-1]] = False  # slot 0 of each table holds no value
-    all_kind = np.concatenate([kind, np.where(text, StatKind.STR, StatKind.NONE).astype(np.uint8)])
-    all_value = np.concatenate([value, values])
-    all_length = np.concatenate([length.astype(np.int64), lengths.astype(np.int64)])
+    all_kind, all_value, all_length = _rows_and_tables(kind, value, length, chosen, text,
+                                                       lengths)
     all_value, blob = gather_strings(stats.strings, all_kind, all_value, all_length)
+    del all_kind, all_length
     return StatColumns(
-        row, metadata_id, kind, all_value[: len(kept)], length, blob,
+        row, metadata_id, kind, all_value[:num_kept], length, blob,
         dense_ids=np.array([stat_id for stat_id, *_ in chosen], np.int64),
         dense_kind=dense_kind,
         dense_width=np.array(widths, np.uint8),
         dense_stripe=np.array(stripe_of, np.int64),
         dense_value_starts=starts,
-        dense_values=all_value[len(kept):],
+        dense_values=all_value[num_kept:],
         dense_lengths=lengths,
         codes8=_joined(stripes[1], np.uint8),
         codes16=_joined(stripes[2], np.uint16),
@@ -458,5 +464,29 @@ def _assemble(stats: StatColumns, kept: np.ndarray, chosen: list[_Chosen],
     )
 
 
+def _rows_and_tables(kind: np.ndarray, value: np.ndarray, length: np.ndarray,
+                     chosen: list[_Chosen], text: np.ndarray, lengths: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kind uint8, value int64, length int64) of the sparse rows, then of every dense table's
+    slots (kind STR where `text`, else NONE): each column written once into its place (a
+    table of a value per event, copied and widened in steps, was most of a line's peak)."""
+    num_kept, total = len(kind), len(kind) + len(text)
+    all_kind = np.empty(total, np.uint8)
+    all_kind[:num_kept] = kind
+    all_kind[num_kept:] = StatKind.NONE
+    all_kind[num_kept:][text] = StatKind.STR
+    all_value = np.empty(total, np.int64)
+    all_value[:num_kept] = value
+    np.concatenate([table for _, _, table, _, _ in chosen], out=all_value[num_kept:])
+    all_length = np.empty(total, np.int64)
+    all_length[:num_kept] = length
+    all_length[num_kept:] = lengths
+    return all_kind, all_value, all_length
+
+
 def _joined(stripes: list[np.ndarray], dtype: type) -> np.ndarray:
+    """The stripes of one code width end to end; a single one as it is (no copy: the codes
+    are the line's alone, fresh from the walk or `_coded`)."""
+    if len(stripes) == 1:
+        return stripes[0]
     return np.concatenate(stripes) if stripes else np.zeros(0, dtype)

@@ -121,3 +121,37 @@ def test_the_dense_walk_holds_no_row_columns(monkeypatch: pytest.MonkeyPatch) ->
     assert all(len(memoryview(column)) == 0 for column in plan[5:10])
     line = _check(data, monkeypatch, walked=True)
     assert len(line.dense_stats) == 0
+
+
+def test_a_host_line_is_walked_twice_and_gives_up_hopeless_ids(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host thread's line (a stat or so an event): a stat of a distinct id per event on a
+    third of them is given up once its distinct values alone cost more than its rows (no
+    table handed over; its rows stay sparse), one of a few wide values on as many events is
+    written as rows in the codes' walk (it might have stayed sparse), then dropped from them
+    as it turned out dense; a stat of wide values seen out of order is sorted. The columns
+    are the row walk's and the pure path's."""
+    n = 1000
+    stats: list[list[tuple[int, int | str]]] = []
+    for k in range(n):
+        row: list[tuple[int, int | str]] = [(42, 10**15 * (k % 5) - 7)]
+        if k % 3 == 0:
+            row.append((41, 10**12 + 977 * k))  # increasing, one a row: hopeless
+        if k % 3 == 1:
+            row.append((40, 10**13 * (k % 4)))  # three wide values: dense after all
+        if k % 50 == 0:
+            row.append((43, f"rare {k}"))
+        stats.append(row)
+    data = _line_bytes([7] * n, stats)
+    walked = dense_stats.walk_line_dense(memoryview(data))
+    assert walked is not None
+    ids_bytes, _, _, per_stat, keep_bytes, _, k_meta, *_ = walked[-1]
+    by_id = dict(zip(np.frombuffer(ids_bytes, np.int64).tolist(), per_stat, strict=True))
+    kept = dict(zip(np.frombuffer(ids_bytes, np.int64).tolist(),
+                    np.frombuffer(keep_bytes, np.uint8).tolist(), strict=True))
+    assert by_id[41] is None and kept[41] == 1  # given up: no table
+    assert by_id[40] is not None and kept[40] == 0
+    assert sorted(set(np.frombuffer(k_meta, np.int32).tolist())) == [41, 43]
+    line = _check(data, monkeypatch, walked=True)
+    assert sorted(line.dense_stats.dense_ids.tolist()) == [40, 42]
+    assert sorted(set(line.dense_stats.metadata_id.tolist())) == [41, 43]
