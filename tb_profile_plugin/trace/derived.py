@@ -150,8 +150,10 @@ def _plane_canonical(profile: Profile, plane_index: int) -> CanonicalColumns:
     rows = full.plane_index == plane_index
     count = int(np.count_nonzero(rows))
     columns: dict[str, Any] = {f.name: _rows_of(getattr(canon, f.name), rows, count)
-                               for f in fields(canon) if f.name != "texts"}
-    return replace(canon, **columns)
+                               for f in fields(canon)
+                               if isinstance(getattr(canon, f.name), np.ndarray)}
+    return replace(canon, **columns, made_device_ps=[],
+                   trace_durations=lambda: full.durations_of(rows))
 
 
 def _rows_of(column: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:

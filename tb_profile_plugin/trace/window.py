@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.analysis.events import column_sizes
+from tb_profile_plugin.analysis.events.column_sizes import whole_group_parts
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.index import TraceIndex
@@ -163,8 +164,9 @@ def density_blocks(
     counts = stops - firsts
     keep = counts >= 2
     firsts, stops, counts = firsts[keep], stops[keep], counts[keep]
-    return DensityBlocks(segment[firsts], start[firsts], _range_maxima(end, firsts, stops),
-                         counts, ids[firsts])
+    return DensityBlocks(segment[firsts].astype(np.int64, copy=False), start[firsts],
+                         _range_maxima(end, firsts, stops), counts,
+                         ids[firsts].astype(np.int64, copy=False))
 
 
 def _narrower_than(start: np.ndarray, end: np.ndarray, pixel_ps: float) -> np.ndarray:
@@ -433,23 +435,72 @@ def _overlapping(
     index: TraceIndex, lo: np.ndarray, counts: np.ndarray, a_ps: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ids, segment) of the candidates [lo, lo + counts) that end at or after a_ps, in
-    segment order, by start within a segment."""
+    segment order, by start within a segment. Both int32 where the index's rows fit (the
+    first request's candidates are the whole trace's: 4 bytes each less per column through
+    the scan, 186 MB at a 10M-event capture's 23M rows); the answer is int64 again
+    (`_visible_events`)."""
     total = int(counts.sum())
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    dtype: type[np.signedinteger] = (np.int32 if max(len(index), len(counts)) < 2**31
+                                     else np.int64)
     # In place, and each column compressed in its turn: three columns of every candidate
     # live at most (the whole trace's candidates on the first request).
-    ids = np.arange(total, dtype=np.int64)
-    ids += np.repeat(lo - offsets, counts)
-    overlapping = index.end_ps[ids] >= a_ps
+    ids: np.ndarray = np.arange(total, dtype=dtype)
+    ids += np.repeat((lo - offsets).astype(dtype), counts)
+    overlapping = _ends_at_or_after(index.end_ps, ids, a_ps)
     ids = ids[overlapping]
-    segment = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    segment = np.repeat(np.arange(len(counts), dtype=dtype), counts)
     return ids, segment[overlapping]
+
+
+def _ends_at_or_after(end_ps: np.ndarray, ids: np.ndarray, a_ps: int) -> np.ndarray:
+    """Per id: `end_ps[id] >= a_ps`, the ends gathered `column_sizes.CHUNK_EVENTS` at a
+    time (not an int64 column of every candidate)."""
+    out = np.empty(len(ids), bool)
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in range(0, len(ids), chunk):
+        np.greater_equal(end_ps[ids[lo : lo + chunk]], a_ps, out=out[lo : lo + chunk])
+    return out
 
 
 def _scan(
     index: TraceIndex, ids: np.ndarray, segment: np.ndarray, a_ps: int, pixel_ps: float,
 ) -> tuple[np.ndarray, np.ndarray, DensityBlocks]:
-    """The visible (ids, segment) and density blocks of overlapping events, reading each."""
+    """The visible (ids, segment) and density blocks of overlapping events, reading each.
+    A few whole segments at a time (`whole_group_parts`: nothing joins or compares across
+    segments, and the parts' answers follow one another in segment order): the starts, ends
+    and pixel columns gathered are a part's, not three columns of the whole trace's events
+    on the first request (560 MB at a 10M-event capture)."""
+    n = len(ids)
+    if n <= column_sizes.CHUNK_EVENTS or not bool(np.all(segment[1:] >= segment[:-1])):
+        return _scan_part(index, ids, segment, a_ps, pixel_ps)
+    kept_ids: list[np.ndarray] = []
+    kept_segments: list[np.ndarray] = []
+    blocks: list[DensityBlocks] = []
+    for lo, hi in whole_group_parts(segment, column_sizes.CHUNK_EVENTS):
+        part_ids, part_segment, part_blocks = _scan_part(index, ids[lo:hi], segment[lo:hi],
+                                                         a_ps, pixel_ps)
+        kept_ids.append(part_ids)
+        kept_segments.append(part_segment)
+        blocks.append(part_blocks)
+    return np.concatenate(kept_ids), np.concatenate(kept_segments), _in_order(blocks)
+
+
+def _in_order(parts: list[DensityBlocks]) -> DensityBlocks:
+    """Blocks of parts that follow one another in (segment, start) order, as one."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return NO_BLOCKS
+    if len(parts) == 1:
+        return parts[0]
+    return DensityBlocks(*(np.concatenate([getattr(p, f.name) for p in parts])
+                           for f in dataclasses.fields(DensityBlocks)))
+
+
+def _scan_part(
+    index: TraceIndex, ids: np.ndarray, segment: np.ndarray, a_ps: int, pixel_ps: float,
+) -> tuple[np.ndarray, np.ndarray, DensityBlocks]:
+    """`_scan` of whole segments."""
     start = index.start_ps[ids]
     end = index.end_ps[ids]
     narrow = _narrower_than(start, end, pixel_ps)
@@ -533,6 +584,8 @@ def _visible_events(
     elif lod.any():  # few enough to return them all
         ids, segment = _overlapping(index, lo, counts, a_ps)
         checkpoint()
+    # The answer's ids and segments are int64 whatever the scan's (`_overlapping`).
+    ids, segment = ids.astype(np.int64, copy=False), segment.astype(np.int64, copy=False)
     by_segment = np.argsort(segment, kind="stable")  # the scanned and summarised parts
     ids, segment = ids[by_segment], segment[by_segment]
     start = index.start_ps[ids]

@@ -51,3 +51,20 @@ def int64_rows(*columns: np.ndarray) -> np.ndarray:
     for j, column in enumerate(columns):
         out[:, j] = column
     return out
+
+
+def event_indices(mask: np.ndarray) -> np.ndarray:
+    """`np.flatnonzero(mask)` as int32 where every index fits (int64 otherwise), made
+    `CHUNK_EVENTS` at a time: 4 bytes per chosen event, not 8, and no int64 column beside
+    (the device events of a 10M-event GPU capture: 31 MB less through the device op tables)."""
+    n = len(mask)
+    if n > np.iinfo(np.int32).max:
+        return np.flatnonzero(mask)
+    out = np.empty(int(np.count_nonzero(mask)), np.int32)
+    at = 0
+    for lo in range(0, n, CHUNK_EVENTS):
+        part = np.flatnonzero(mask[lo : lo + CHUNK_EVENTS])
+        part += lo
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out

@@ -224,8 +224,13 @@ class EventTable:
     @property
     def on_device(self) -> np.ndarray:
         """Per event: on an accelerator plane (GPU, TPU, other device; not CUSTOM)."""
-        device = np.array([is_accelerator_plane(p.name) for p in self.profile.planes] + [False])
-        return device[self.plane_index]
+        return self.accelerator_planes[self.plane_index]
+
+    @property
+    def accelerator_planes(self) -> np.ndarray:
+        """Per plane index (and False after the last): an accelerator plane. `on_device` of
+        a part of the events is `accelerator_planes[plane_index[lo:hi]]`, a part's bytes."""
+        return np.array([is_accelerator_plane(p.name) for p in self.profile.planes] + [False])
 
 
 def build_event_table(profile: Profile, plane_filter: object = None) -> EventTable:

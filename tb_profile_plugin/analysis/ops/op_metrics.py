@@ -33,7 +33,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tb_profile_plugin.analysis.events import column_sizes
-from tb_profile_plugin.analysis.events.column_sizes import int64_rows, whole_group_parts
+from tb_profile_plugin.analysis.events.column_sizes import (
+    event_indices,
+    int64_rows,
+    narrowest_int,
+    whole_group_parts,
+)
 from tb_profile_plugin.analysis.events.forest import Forest
 from tb_profile_plugin.analysis.events.nesting import compute_nesting, under
 from tb_profile_plugin.analysis.events.op_names import Op, OpCategory, is_tf_op_name, parse_op
@@ -176,8 +181,24 @@ def _direct_self_times(table: EventTable, events: np.ndarray, duration: np.ndarr
     """`duration` of each of `events` minus that of the events nested directly in it on its
     line (`events` are line-major, as the table is; nested by their starts and ends)."""
     line = table.line_index[events]
-    parent = _line_parents(line, table.start_ps[events], table.end_ps[events], len(table.lines))
-    return _self_times_of(parent, duration)
+    out = np.empty(len(events), np.int64)
+    # Lines nest apart: a few whole lines at a time, their parents, starts and ends a part's.
+    for lo, hi in _whole_groups(line):
+        part = events[lo:hi]
+        parent = _line_parents(line[lo:hi], table.start_ps[part], table.end_ps[part],
+                               len(table.lines))
+        out[lo:hi] = _self_times_of(parent, duration[lo:hi])
+    return out
+
+
+def _whole_groups(group: np.ndarray) -> list[tuple[int, int]]:
+    """Parts of about `column_sizes.CHUNK_EVENTS` rows, each of whole groups
+    (`whole_group_parts`), where `group` is sorted (event indices in order give sorted
+    lines and planes); one part otherwise."""
+    n = len(group)
+    if n <= column_sizes.CHUNK_EVENTS or not bool(np.all(group[1:] >= group[:-1])):
+        return [(0, n)] if n else []
+    return whole_group_parts(group, column_sizes.CHUNK_EVENTS)
 
 
 class _LineIdle:
@@ -233,12 +254,24 @@ def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
 
 
 def compute_precision_ps(table: EventTable, event_types: np.ndarray) -> tuple[int, int]:
-    """Device time (ps) of 16-bit and of 32-bit compute, by the step analysis' event types."""
-    device_events = np.flatnonzero(table.on_device)
-    duration = table.durations_of(device_events)
-    types = event_types[device_events]
-    return (int(duration[types == EventType.DEVICE_COMPUTE_16].sum()),
-            int(duration[types == EventType.DEVICE_COMPUTE_32].sum()))
+    """Device time (ps) of 16-bit and of 32-bit compute, by the step analysis' event types.
+    Summed `column_sizes.CHUNK_EVENTS` events at a time (integer sums: exact in any order):
+    the device events' indices, durations and types were ~200 MB beside the analysis at 10M
+    events."""
+    device = table.accelerator_planes
+    compute16 = compute32 = 0
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in range(0, len(table), chunk):
+        hi = min(lo + chunk, len(table))
+        types = event_types[lo:hi]
+        is16 = types == EventType.DEVICE_COMPUTE_16
+        is32 = types == EventType.DEVICE_COMPUTE_32
+        on_device = device[table.plane_index[lo:hi]]
+        is16 &= on_device
+        is32 &= on_device
+        compute16 += int(table.durations_of(np.flatnonzero(is16) + lo).sum())
+        compute32 += int(table.durations_of(np.flatnonzero(is32) + lo).sum())
+    return compute16, compute32
 
 
 def build_op_tables(table: EventTable, parent: np.ndarray) -> OpMetrics:
@@ -368,20 +401,14 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
     Times are the device's own (`device_duration_ps`); IDLE is each device's span minus the
     union of its busy time over all its streams, summed over devices.
     """
-    device_events = np.flatnonzero(on_device)
+    device_events = event_indices(on_device)  # (int32: indices only index)
     if len(device_events) == 0:  # CPU only: no device rows, and no canonical columns built
         empty = np.zeros(0, np.int64)
         device = _aggregate([], empty, empty, empty, np.zeros(0, bool), [], [], None)
         return device, _per_tf_op(device, [], [], empty), {}
     canon = table.canonical
-    # The gathered codes and their pairs are temporaries of this call alone, and the ranks
-    # are int64 already: nothing per event beside the keys outlives it (26 bytes per device
-    # event less through the device op tables).
-    unique_pairs, key_of_event = unique_rows(
-        int64_rows(canon.op_name[device_events], canon.kernel[device_events]))
-    key_of_event = key_of_event.astype(np.int64, copy=False)
-    first_event = np.zeros(len(unique_pairs), np.int64)
-    first_event[key_of_event[::-1]] = np.arange(len(key_of_event))[::-1]
+    unique_pairs, key_of_event = _op_kernel_keys(canon, device_events)
+    first_event = _first_of_each(key_of_event, len(unique_pairs))
     labels: list[str] = []
     op_of_key: list[str] = []
     type_of_key: list[str] = []
@@ -392,7 +419,9 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
         op_of_key.append(op or kernel)
         type_of_key.append(op_type or _device_kind(kernel))
         labels.append(f"{op}/{kernel}" if op and op != kernel else kernel)
-    duration = canon.device_duration_ps[device_events]
+    # The device's own times, or (none written: GPU) the events' durations, no column.
+    duration = (table.durations_of(device_events) if canon.device_ps_written is None
+                else canon.device_ps_written[device_events])
     dev_self, idle = _device_self_and_idle_ps(table, device_events, duration)
     device = _aggregate(labels, key_of_event, duration, dev_self, eager[device_events],
                         type_of_key, type_of_key, idle if len(device_events) else None)
@@ -400,6 +429,46 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
     per_op = _per_tf_op(device.without_idle(), op_of_key, type_of_key, key_of_event)
     facts = _op_facts(per_op.name, op_of_key, key_of_event, canon, device_events)
     return device, per_op, facts
+
+
+def _op_kernel_keys(canon: CanonicalColumns, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct (op, kernel) code pairs of `events`, in `unique_rows`' order; each
+    event's row among them). Paired `column_sizes.CHUNK_EVENTS` events at a time and the
+    parts' pairs merged: the gathered codes, their int64 pairs and the ranks are a part's
+    (an int64 pair table of every device event and its unique's temporaries were the
+    10M-event overview's peak). The keys only index and are counted: the narrowest type
+    (int8 for < 128 distinct pairs)."""
+    pairs: list[np.ndarray] = []
+    rows: list[np.ndarray] = []
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in range(0, len(events), chunk):
+        part = events[lo : lo + chunk]
+        unique, inverse = unique_rows(int64_rows(canon.op_name[part], canon.kernel[part]))
+        pairs.append(unique)
+        rows.append(inverse.astype(narrowest_int(len(unique)), copy=False))
+    if len(pairs) == 1:
+        return pairs[0], rows[0]
+    unique, where = unique_rows(np.concatenate(pairs))
+    keys = np.empty(len(events), narrowest_int(len(unique)))
+    at = 0
+    for k, (part_pairs, part_rows) in enumerate(zip(pairs, rows, strict=True)):
+        lo = k * chunk
+        keys[lo : lo + len(part_rows)] = where[at : at + len(part_pairs)][part_rows]
+        at += len(part_pairs)
+    return unique, keys
+
+
+def _first_of_each(key_of_event: np.ndarray, num_keys: int) -> np.ndarray:
+    """Per key: the first event that has it (0 for a key none has), taken
+    `column_sizes.CHUNK_EVENTS` events at a time: no int64 position of every device event
+    (62 MB at the 10M-event overview's peak)."""
+    first = np.full(num_keys, len(key_of_event), np.int64)
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in reversed(range(0, len(key_of_event), chunk)):  # the last first: earlier win
+        part = key_of_event[lo : lo + chunk]
+        first[part[::-1]] = np.arange(lo, lo + len(part), dtype=np.int64)[::-1]
+    first[first == len(key_of_event)] = 0
+    return first
 
 
 def _device_self_and_idle_ps(table: EventTable, events: np.ndarray,
@@ -461,13 +530,19 @@ def _device_idle_ps(table: EventTable, events: np.ndarray, duration: np.ndarray)
     if len(events) == 0:
         return 0
     n = len(table.profile.planes)
-    plane, start, end = _by_plane_and_start(table, events, duration)
-    busy = union_sorted(plane, start, end, n)
+    busy = np.zeros(n, np.int64)
     first = np.full(n, np.iinfo(np.int64).max, np.int64)
     last = np.full(n, np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(first, plane, start)
-    np.maximum.at(last, plane, end)
-    present = np.flatnonzero(np.bincount(plane, minlength=n))
+    count = np.zeros(n, np.int64)
+    # Devices are independent: a few whole planes at a time (integer sums, exact in parts),
+    # their sorted starts and ends a part's, not three int64 columns of every device event.
+    for lo, hi in _whole_groups(table.plane_index[events]):
+        plane, start, end = _by_plane_and_start(table, events[lo:hi], duration[lo:hi])
+        busy += union_sorted(plane, start, end, n)
+        np.minimum.at(first, plane, start)
+        np.maximum.at(last, plane, end)
+        count += np.bincount(plane, minlength=n)
+    present = np.flatnonzero(count)
     return int(np.sum(np.maximum(last[present] - first[present] - busy[present], 0)))
 
 
@@ -507,16 +582,12 @@ def _op_facts(op_names: list[str], op_of_key: list[str], key_of_event: np.ndarra
     if not len(events):
         return {}
     position = {n: i for i, n in enumerate(op_names)}
-    target = np.array([position[n] for n in op_of_key], np.int64)[key_of_event]
+    target_of_key = np.array([position[n] for n in op_of_key], np.int64)
     count = len(op_names)
-    flops = np.bincount(target, weights=np.nan_to_num(canon.flops[events]), minlength=count)
-    nbytes = np.bincount(target, weights=np.nan_to_num(canon.bytes_accessed[events]),
-                         minlength=count)
-    has_flops = np.bincount(target, weights=~np.isnan(canon.flops[events]), minlength=count)
-    has_bytes = np.bincount(target, weights=~np.isnan(canon.bytes_accessed[events]),
-                            minlength=count)
-    pairs = unique_rows(np.stack([target, canon.hlo_op[events], canon.module[events]],
-                                 axis=1))[0]
+    flops, has_flops = _summed_figure(canon.flops, target_of_key, key_of_event, events, count)
+    nbytes, has_bytes = _summed_figure(canon.bytes_accessed, target_of_key, key_of_event,
+                                       events, count)
+    pairs = _op_hlo_modules(target_of_key, key_of_event, canon, events)
     hlo: dict[int, list[str]] = {}
     module: dict[int, str] = {}
     for t, h, m in pairs.tolist():  # distinct (op, HLO op, module) triples
@@ -533,6 +604,33 @@ def _op_facts(op_names: list[str], op_of_key: list[str], key_of_event: np.ndarra
                             float(flops[i]) if has_flops[i] else float("nan"),
                             float(nbytes[i]) if has_bytes[i] else float("nan"))
     return out
+
+
+def _summed_figure(figure: np.ndarray, target_of_key: np.ndarray, key_of_event: np.ndarray,
+                   events: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per op (`target_of_key[key_of_event]` of each of `events`): the sum of a canonical
+    float figure (FLOPs, bytes) and how many runs wrote it. A figure no line writes (one
+    shared NaN, every GPU profile) sums to nothing: no per-event gathers of it."""
+    if figure.strides == (0,) and np.isnan(figure[:1]).all():
+        return np.zeros(count), np.zeros(count)
+    target = target_of_key[key_of_event]
+    written = figure[events]
+    return (np.bincount(target, weights=np.nan_to_num(written), minlength=count),
+            np.bincount(target, weights=~np.isnan(written), minlength=count))
+
+
+def _op_hlo_modules(target_of_key: np.ndarray, key_of_event: np.ndarray,
+                    canon: CanonicalColumns, events: np.ndarray) -> np.ndarray:
+    """The distinct (op, HLO op, module) rows of `events` (`unique_rows`' order), made
+    `column_sizes.CHUNK_EVENTS` events at a time and merged: not a three-column int64 table
+    of every device event (24 bytes each)."""
+    parts: list[np.ndarray] = []
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in range(0, len(events), chunk):
+        part = events[lo : lo + chunk]
+        parts.append(unique_rows(int64_rows(target_of_key[key_of_event[lo : lo + chunk]],
+                                            canon.hlo_op[part], canon.module[part]))[0])
+    return parts[0] if len(parts) == 1 else unique_rows(np.concatenate(parts))[0]
 
 
 def _with_xla_host_ops(table: EventTable, host: OpTable, candidates: np.ndarray,

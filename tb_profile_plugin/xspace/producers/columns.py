@@ -35,8 +35,10 @@ line's timestamp, as `offset_ps` is), not over its trace span: `device_offset_ps
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -70,18 +72,39 @@ from tb_profile_plugin.xspace.unique_rows import unique_ints, unique_rows
 class CanonicalColumns:
     """Per event (rows of the lines given to `canonical_columns`): codes into `texts`, -1 none."""
 
-    op_name: np.ndarray  # int32: framework op (TF op name, JAX op path), else the HLO op
-    op_type: np.ndarray  # int32: TF op type, HLO category, or the HLO op's kind
-    hlo_op: np.ndarray  # int32
-    module: np.ndarray  # int32: XLA module / program
-    kernel: np.ndarray  # int32: the event's own name (TPU: the HLO op, not its text)
-    device_duration_ps: np.ndarray  # int64: the device's own time for the op
+    # Text codes: int16 where the texts are fewer than 2^15, else int32 (`_code_dtype`).
+    op_name: np.ndarray  # framework op (TF op name, JAX op path), else the HLO op
+    op_type: np.ndarray  # TF op type, HLO category, or the HLO op's kind
+    hlo_op: np.ndarray
+    module: np.ndarray  # XLA module / program
+    kernel: np.ndarray  # the event's own name (TPU: the HLO op, not its text)
+    # int64: the device's own time for the op where some line's differs from its trace
+    # duration (TPU `device_duration_ps`); None where every event's is its own duration
+    # (GPU, hosts: no copy of the durations kept, 8 bytes per event; `device_duration_ps`).
+    device_ps_written: np.ndarray | None
     device_offset_ps: np.ndarray  # int64: TPU: where it ran, from its line's timestamp
     flops: np.ndarray  # float64, NaN where not written
     bytes_accessed: np.ndarray  # float64, NaN where not written
     framework_typed: np.ndarray  # bool: the producer wrote "name:Type" (a TensorFlow op)
     low_precision: np.ndarray  # bool: computes in 16-bit (or narrower) floats, by its HLO
     texts: list[str]
+    #: The events' own durations, made on demand (a function: not measured as the columns'
+    #: bytes; they are the profile's), read where `device_ps_written` is None.
+    trace_durations: Callable[[], np.ndarray] | None = None
+    #: `device_duration_ps` once made from `trace_durations` (kept: measured with the rest).
+    made_device_ps: list[np.ndarray] = field(default_factory=list, compare=False)
+
+    @property
+    def device_duration_ps(self) -> np.ndarray:
+        """int64 per event: the device's own time for the op (its trace duration where the
+        producer wrote none). Made once on first read where no line writes one: readers of
+        a part read `device_ps_written` or the table's durations of their events."""
+        if self.device_ps_written is not None:
+            return self.device_ps_written
+        if not self.made_device_ps:
+            assert self.trace_durations is not None, "no device time nor durations"
+            self.made_device_ps.append(self.trace_durations())
+        return self.made_device_ps[0]
 
     def text(self, code: int) -> str:
         return self.texts[code] if code >= 0 else ""
@@ -162,10 +185,15 @@ def canonical_columns(lines: list[tuple[Plane, Line]],
     # line writes a device offset, FLOPs or bytes, and those columns stay one shared read-only
     # default (24 bytes per event less at the analyses' peak).
     out: dict[str, np.ndarray] = {}
+    device_ps: dict[int, np.ndarray] = {}  # lines' device times unlike their durations
     at = 0
-    for plane, line in lines:
+    for k, (plane, line) in enumerate(lines):
         n = len(line.events)
         for key, column in _line_columns(plane, line, index, hlo).items():
+            if key == "device_duration_ps":
+                if not np.array_equal(column, line.events.duration_ps):
+                    device_ps[k] = column
+                continue
             if key not in out:
                 if _all_default(column, key):
                     continue
@@ -173,26 +201,60 @@ def canonical_columns(lines: list[tuple[Plane, Line]],
                 out[key] = np.full(total, default, dtype)
             out[key][at : at + n] = column
         at += n
+    durations = [line.events.duration_ps for _, line in lines]
+    code_type = _code_dtype(len(index.texts))
     for key, (dtype, default) in _CANONICAL.items():
         if key not in out:  # no line wrote it: one read-only value, no column
-            out[key] = np.broadcast_to(np.array(default, dtype), (total,))
+            out[key] = np.broadcast_to(np.array(default, code_type if key in _TEXT_CODES
+                                                else dtype), (total,))
+        elif key in _TEXT_CODES and code_type != dtype:
+            out[key] = out[key].astype(code_type)  # (one column's int32 at a time beside)
     return CanonicalColumns(
         out["op_name"], out["op_type"], out["hlo_op"], out["module"], out["kernel"],
-        out["device_duration_ps"], out["device_offset_ps"], out["flops"], out["bytes_accessed"],
-        out["framework_typed"], out["low_precision"], index.texts,
+        _device_times(device_ps, durations) if device_ps else None, out["device_offset_ps"],
+        out["flops"], out["bytes_accessed"], out["framework_typed"], out["low_precision"],
+        index.texts, functools.partial(_joined, durations),
     )
 
 
-#: The canonical columns: dtype and the value of an event that has none.
-#: Text codes are int32 (a profile has far fewer than 2^31 distinct texts; 20 bytes per event
-#: less than int64 in columns made for every event of the table).
+def _joined(columns: list[np.ndarray]) -> np.ndarray:
+    """The lines' int64 columns end to end."""
+    return np.concatenate(columns) if columns else np.zeros(0, np.int64)
+
+
+def _device_times(device_ps: dict[int, np.ndarray], durations: list[np.ndarray]) -> np.ndarray:
+    """Per event: its line's device time where the line writes one unlike its durations
+    (`device_ps`, by line order), else its own duration."""
+    out = np.empty(sum(len(d) for d in durations), np.int64)
+    at = 0
+    for k, duration in enumerate(durations):
+        out[at : at + len(duration)] = device_ps.get(k, duration)
+        at += len(duration)
+    return out
+
+
+#: The canonical columns: dtype (as made) and the value of an event that has none.
+#: Text codes are made int32 (a profile has far fewer than 2^31 distinct texts; 20 bytes per
+#: event less than int64 in columns made for every event of the table), and kept int16 where
+#: the texts are fewer than 2^15 (`_code_dtype`: 10 bytes per event less again, 100 MB at
+#: 10M events; readers index, compare and stack the codes, which widen as needed).
 _CANONICAL: dict[str, tuple[type, object]] = {
     "op_name": (np.int32, -1), "op_type": (np.int32, -1), "hlo_op": (np.int32, -1),
-    "module": (np.int32, -1), "kernel": (np.int32, -1), "device_duration_ps": (np.int64, 0),
+    "module": (np.int32, -1), "kernel": (np.int32, -1),
     "device_offset_ps": (np.int64, NO_DEVICE_OFFSET),
     "flops": (np.float64, np.nan), "bytes_accessed": (np.float64, np.nan),
     "framework_typed": (np.bool_, False), "low_precision": (np.bool_, False),
 }
+
+
+#: The canonical columns that hold codes into `CanonicalColumns.texts`.
+_TEXT_CODES = frozenset(("op_name", "op_type", "hlo_op", "module", "kernel"))
+
+
+def _code_dtype(num_texts: int) -> type[np.signedinteger]:
+    """The type the text codes are kept in: int16 where every code (and -1) fits, else
+    int32."""
+    return np.int16 if num_texts <= np.iinfo(np.int16).max else np.int32
 
 
 def _all_default(column: np.ndarray, key: str) -> bool:

@@ -36,7 +36,8 @@ def test_unwritten_canonical_columns_are_one_shared_default() -> None:
         assert not column.flags.writeable
         assert len(column) == len(canon.op_name)
         np.testing.assert_array_equal(column, np.full(len(column), default))
-    assert canon.op_name.strides == (4,)  # written columns are columns
+    # written columns are columns (text codes int16: fewer than 32,768 texts)
+    assert canon.op_name.strides == (2,) and canon.op_name.dtype == np.int16
 
 
 def test_rows_of_a_shared_column_stay_one_value() -> None:
