@@ -43,7 +43,7 @@ from tb_profile_plugin.xspace.model import (
     StringTable,
 )
 from tb_profile_plugin.xspace.pb import xplane_pb2, xplane_wire_pb2
-from tb_profile_plugin.xspace.schema import PLANES_READ_BY_NAME
+from tb_profile_plugin.xspace.schema import DEVICE_PLANE_PREFIX, PLANES_READ_BY_NAME
 
 try:
     from tb_profile_plugin.xspace import _wire  # type: ignore[attr-defined]
@@ -275,6 +275,11 @@ def _records_of(source: _Source, rows: np.ndarray) -> bytes:
 #: second for little time (the other threads walk the smaller lines meanwhile).
 LARGE_LINE_BYTES = 8 << 20
 
+#: Stats per event from which a line walked as rows has them coded densely (`_decode_line`):
+#: a TensorFlow host thread's events carry 0.5-1.5 (coding them saved ~7 bytes an event and
+#: cost 40% of the decode); a GPU stream's 5-13, a JAX launch thread's 2-4.
+MIN_DENSE_STATS_PER_EVENT = 2
+
 #: Bytes read for one field's header: a tag and a length, 10 bytes each at most.
 _HEADER_BYTES = 20
 
@@ -342,11 +347,14 @@ def _decode_planes(
     size = sum(hi - lo for lo, hi in spans)
     one_large = threading.Lock()
 
+    on_device = {span: head.name.startswith(DEVICE_PLANE_PREFIX)
+                 for head, plane in zip(heads, line_spans, strict=True) for span in plane}
+
     def decode(span: tuple[int, int]) -> _RawLine:
         if span[1] - span[0] < LARGE_LINE_BYTES:
-            return _decode_line(lambda: source.read(span[0], span[1]), pure)
+            return _decode_line(lambda: source.read(span[0], span[1]), pure, on_device[span])
         with one_large:  # a large line's walk holds ~10x its bytes for a moment: one at once
-            return _decode_line(lambda: source.read(span[0], span[1]), pure)
+            return _decode_line(lambda: source.read(span[0], span[1]), pure, on_device[span])
 
     lines = column_threads.map_lines(decode, spans, 0 if pure else size)
     # (the numpy walk holds the GIL: one thread)
@@ -397,14 +405,20 @@ class _RawLine:
     dense_stats: StatColumns  # the line's stats, made of `stats` and `buf` (dense_stats.py)
 
 
-def _decode_line(read: Callable[[], memoryview], pure: bool) -> _RawLine:
-    """The line whose bytes `read` gives, walked into columns: by the compiled walk straight
-    into dense stats where it does the line (`_decode_line_dense`), else into a row per stat
-    first. The bytes are held (here alone) until its string values are copied out; on the
+def _decode_line(read: Callable[[], memoryview], pure: bool, on_device: bool = True
+                 ) -> _RawLine:
+    """The line whose bytes `read` gives, walked into columns: a device line by the compiled
+    walk straight into dense stats where it does the line (`_decode_line_dense`), else into a
+    row per stat first, then coded densely (a host thread's only where its events carry
+    `MIN_DENSE_STATS_PER_EVENT` stats or more in its first events,
+    `_sampled_stats_per_event`: the same rule on every path, so every path gives the same
+    columns). The bytes are held (here alone) until its string values are copied out; on the
     rows' way, not while its stats are coded."""
     raw = _RawLine()
     line_bytes = read()
-    if not pure and _decode_line_dense(line_bytes, raw):
+    rows_only = not on_device and _sampled_stats_per_event(
+        line_bytes, pure) < MIN_DENSE_STATS_PER_EVENT
+    if not pure and not rows_only and _decode_line_dense(line_bytes, raw):
         return raw
     try:
         if pure:
@@ -425,8 +439,46 @@ def _decode_line(read: Callable[[], memoryview], pure: bool) -> _RawLine:
     del row, stat_ids, kind, value, length, raw.buf, line_bytes
     # Dense as each line is walked too: its sparse rows (18 bytes a stat) are one line's
     # temporaries, never every line's at once.
-    raw.dense_stats = densify(sparse, len(raw.metadata_id), pure=pure)
+    if rows_only:
+        raw.dense_stats = sparse  # (a host thread's 0.5-1.5 stats an event: rows cost little)
+    else:
+        raw.dense_stats = densify(sparse, len(raw.metadata_id), pure=pure)
     return raw
+
+
+def _sampled_stats_per_event(line_bytes: memoryview, pure: bool) -> float:
+    """Stats per event among the line's first `_SAMPLE_EVENTS` events within its first
+    `_SAMPLE_BYTES` (0 for a line without events there): read from their headers before the
+    line is walked, to choose the walk."""
+    end = min(len(line_bytes), _SAMPLE_BYTES)
+    window = bytes(line_bytes[:end])
+    at, events, stats = 0, 0, 0
+    try:
+        while at < end and events < _SAMPLE_EVENTS:
+            tag, value_at = _varint(window, at)
+            if tag & 7 == 2:
+                length, payload_at = _varint(window, value_at)
+                at = payload_at + length
+                if at > end:
+                    break
+                if tag >> 3 == 4:  # an event: its stats are its fields 4
+                    fields = _scan(line_bytes, payload_at, at, pure)
+                    stats += int(np.count_nonzero(fields[:, 0] == 4))
+                    events += 1
+            elif tag & 7 == 0:
+                at = _varint(window, value_at)[1]
+            elif tag & 7 in (1, 5):
+                at = value_at + (8 if tag & 7 == 1 else 4)
+            else:
+                break
+    except ValueError:  # a cut or malformed start: the walk says what is wrong
+        pass
+    return stats / events if events else 0.0
+
+
+#: What `_sampled_stats_per_event` reads of a line at most.
+_SAMPLE_EVENTS = 256
+_SAMPLE_BYTES = 64 << 10
 
 
 def _gathered(stats: StatColumns) -> StatColumns:

@@ -298,3 +298,29 @@ def test_both_decoders_densify_the_gpu_line_alike(pure: bool) -> None:
     _, want = _line(decode_xspace(data, pure=True).planes)
     _, got = _line(decode_xspace(data, pure=pure).planes)
     _assert_same_columns(got.stats, want.stats)
+
+
+def test_host_threads_with_few_stats_an_event_keep_rows() -> None:
+    """A TF host thread's events carry about one stat each: coding them saves little and cost
+    40% of the decode, so such a line keeps rows; a host line whose first events carry two or
+    more (a JAX launch thread) is coded, and a device line always; every path alike."""
+    b = XSpaceBuilder()
+    host = b.plane("/host:CPU")
+    sparse_line = host.line("tf_Compute", line_id=1, timestamp_ns=1_000)
+    launch_line = host.line("launches", line_id=2, timestamp_ns=1_000)
+    for i in range(600):
+        stats = {"step_num": i // 100} if i % 2 else {}
+        sparse_line.event("op", offset_ps=i * 10, duration_ps=5, **stats)
+        launch_line.event("cuLaunchKernel", offset_ps=i * 10, duration_ps=5,
+                          correlation_id=Uint(i), group_id=i // 100, device_id=0)
+    data = b.serialize()
+    columns = []
+    for pure in [param.values[0] for param in DECODERS]:
+        profile = decode_xspace(data, pure=pure)
+        assert_same_as_protobuf(data, profile)
+        by_name = {line.name: line.stats for line in profile.planes[0].lines}
+        assert not len(by_name["tf_Compute"].dense_ids)  # 0.5 stats an event: rows
+        assert len(by_name["launches"].dense_ids) == 3  # 3 stats an event: coded
+        columns.append({name: {f: getattr(stats, f).tolist() for f in stats.__dataclass_fields__}
+                        for name, stats in by_name.items()})
+    assert all(c == columns[0] for c in columns)
