@@ -17,7 +17,6 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -31,6 +30,14 @@ from tb_profile_plugin.xspace.dense_stats import (
     densify_walked,
     gather_strings,
     walk_line_dense,
+)
+from tb_profile_plugin.xspace.file_fields import (
+    FileBytes,
+    RangeSource,
+    fields_of,
+    records_of,
+    sampled_stats_per_event,
+    scan,
 )
 from tb_profile_plugin.xspace.model import (
     EventColumns,
@@ -65,16 +72,6 @@ def compiled_decoder_available() -> bool:
     return _wire is not None
 
 
-class RangeSource(Protocol):
-    """A profile file read a range at a time (`fs.LocalFile`): the decoder holds one plane's
-    bytes while it finds the lines, then each line's while it decodes it, never the whole
-    file (an 8-GPU capture's file is ~100 bytes an event, its decoded profile ~40)."""
-
-    size_bytes: int
-
-    def read_range(self, start: int, end: int) -> bytes: ...
-
-
 def decode_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Profile:
     """Decode one serialized XSpace. Raises UnreadableProfile for anything that is not one.
 
@@ -84,7 +81,7 @@ def decode_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Pro
     small rest of each plane goes through protobuf.
     """
     pure = _pure(pure)
-    source = _Source(data)
+    source = FileBytes(data)
     with _unreadable_wire():
         head, plane_spans = _structure(source, pure)
         checkpoint()
@@ -107,27 +104,6 @@ def decode_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Pro
     )
 
 
-class _Source:
-    """The bytes of the file: `data` itself (ranges are views, no copy), or a `RangeSource`
-    read a range at a time (each range a fresh bytes object, dropped with its last view)."""
-
-    def __init__(self, data: bytes | RangeSource) -> None:
-        if isinstance(data, bytes | bytearray | memoryview):
-            self.view: memoryview | None = memoryview(data)
-            self.ranges: RangeSource | None = None
-            self.size = len(self.view)
-        else:
-            self.view, self.ranges, self.size = None, data, data.size_bytes
-
-    def read(self, start: int, end: int) -> memoryview:
-        if not 0 <= start <= end <= self.size:
-            raise ValueError("a field reaches past the end of the file")
-        if self.view is not None:
-            return self.view[start:end]
-        assert self.ranges is not None
-        return memoryview(self.ranges.read_range(start, end))
-
-
 @dataclass(frozen=True)
 class Outline:
     """What an XSpace holds besides its events (`outline_xspace`)."""
@@ -146,7 +122,7 @@ def outline_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Ou
     columns). The same structural checks as `decode_xspace`; what an event itself holds is
     left for the decode."""
     pure = _pure(pure)
-    source = _Source(data)
+    source = FileBytes(data)
     with _unreadable_wire():
         head, plane_spans = _structure(source, pure)
         planes, line_spans = _plane_heads(source, plane_spans, pure)
@@ -154,7 +130,7 @@ def outline_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Ou
         for spans in line_spans:
             checkpoint()
             for lo, hi in spans:
-                num_events += _count_events(_scan(source.read(lo, hi), 0, hi - lo, pure))
+                num_events += _count_events(scan(source.read(lo, hi), 0, hi - lo, pure))
     return Outline(list(head.hostnames), list(head.errors), list(head.warnings), planes,
                    num_events)
 
@@ -181,20 +157,20 @@ def _unreadable_wire() -> Iterator[None]:
         ) from exc
 
 
-def _structure(source: _Source, pure: bool
+def _structure(source: FileBytes, pure: bool
                ) -> tuple[xplane_pb2.XSpace, list[tuple[int, int]]]:
     """The XSpace without its planes, and each plane's (start, end) in the file, after the
     checks that refuse what no profiler writes."""
     if not source.size:
         raise UnreadableProfile("the file is empty (0 bytes): the capture did not finish writing")
-    fields = _fields_of(source, 0, source.size, pure)
+    fields = fields_of(source, 0, source.size, pure)
     if np.any(fields[:, 0] > 4) or np.any(fields[:, 1] != 2):
         raise UnreadableProfile(
             "the file is protobuf but not an XSpace (unexpected fields): it is not an "
             ".xplane.pb written by a profiler"
         )
     is_plane = fields[:, 0] == 1
-    head = xplane_pb2.XSpace.FromString(_records_of(source, fields[~is_plane]))
+    head = xplane_pb2.XSpace.FromString(records_of(source, fields[~is_plane]))
     planes = [(int(r[3]), int(r[4])) for r in fields[is_plane]]
     if len(planes) > max_lines():
         raise UnreadableProfile(
@@ -202,71 +178,6 @@ def _structure(source: _Source, pure: bool
             f"{max_lines():,} are read ({MAX_LINES_ENV} raises the limit): it is not a "
             "profile a profiler writes")
     return head, planes
-
-
-def _fields_of(source: _Source, start: int, end: int, pure: bool) -> np.ndarray:
-    """`_scan`'s rows of the message at [start, end) of the file, positions in the file. Bytes
-    in memory are scanned whole; a file read by ranges is walked a header at a time
-    (`_walk_fields`: no line or plane is read to find the fields around it)."""
-    walked, rest_at = _walk_fields(source, start, end)
-    rest = source.read(rest_at, end)
-    fields = _scan(rest, 0, len(rest), pure)
-    if rest_at:
-        fields = fields + np.array([0, 0, rest_at, rest_at, rest_at], np.int64)
-    return np.concatenate([walked, fields]) if len(walked) else fields
-
-
-def _walk_fields(source: _Source, start: int, end: int) -> tuple[np.ndarray, int]:
-    """The fields (`_scan`'s rows) of the message at [start, end) of a file read by ranges,
-    from their headers (read `_WINDOW_BYTES` at a time: a run of small fields is one read, a
-    large field is skipped, not read), and where the rest begins: the end, unless the walk
-    stopped at `_MAX_WALKED` fields (no profiler writes that many), whose rest is then read
-    whole. Bytes in memory are not walked (rest: all of it)."""
-    rows: list[tuple[int, int, int, int, int]] = []
-    at = start
-    if source.ranges is None:
-        return np.zeros((0, 5), np.int64), at
-    window, window_at = b"", start
-    while at < end and len(rows) < _MAX_WALKED:
-        if at + _HEADER_BYTES > window_at + len(window) and window_at + len(window) < end:
-            window, window_at = bytes(source.read(at, min(at + _WINDOW_BYTES, end))), at
-        tag, value_at = _varint(window, at - window_at)
-        wire_type = tag & 7
-        if wire_type == 2:
-            length, payload_at = _varint(window, value_at)
-            value, field_end = window_at + payload_at, window_at + payload_at + length
-        elif wire_type == 0:
-            value, field_end = window_at + value_at, window_at + _varint(window, value_at)[1]
-        elif wire_type in (1, 5):
-            value = window_at + value_at
-            field_end = value + (8 if wire_type == 1 else 4)
-        else:
-            raise ValueError("malformed message: truncated or not protobuf")
-        if tag >> 3 == 0 or field_end > end:
-            raise ValueError("malformed message: truncated or not protobuf")
-        rows.append((tag >> 3, wire_type, at, value, field_end))
-        at = field_end
-    return np.array(rows, np.int64).reshape(-1, 5), at
-
-
-#: Bytes read at a time while walking fields' headers.
-_WINDOW_BYTES = 64 << 10
-#: Fields of one message walked by their headers at most (a plane's lines and metadata
-#: entries; the file's planes, hostnames and messages).
-_MAX_WALKED = 100_000
-
-
-def _records_of(source: _Source, rows: np.ndarray) -> bytes:
-    """The encoded fields of `rows` (positions in the file), tags included, joined: a message
-    holding just those. Each run of adjacent fields is one read (a plane's metadata is one run
-    of fields however many entries it holds: no Python step per field)."""
-    if len(rows) == 0:
-        return b""
-    begin, end = rows[:, 2], rows[:, 4]
-    cut = np.flatnonzero(begin[1:] != end[:-1]) + 1
-    starts = begin[np.concatenate([[0], cut])].tolist()
-    ends = end[np.concatenate([cut - 1, [len(rows) - 1]])].tolist()
-    return b"".join(bytes(source.read(a, b)) for a, b in zip(starts, ends, strict=True))
 
 
 #: A line of this many bytes or more is walked while no other such line is (`_decode_planes`):
@@ -280,22 +191,7 @@ LARGE_LINE_BYTES = 8 << 20
 #: cost 40% of the decode); a GPU stream's 5-13, a JAX launch thread's 2-4.
 MIN_DENSE_STATS_PER_EVENT = 2
 
-#: Bytes read for one field's header: a tag and a length, 10 bytes each at most.
-_HEADER_BYTES = 20
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """The varint at data[at:] and where it ends (ValueError: cut or longer than 10 bytes)."""
-    value = shift = 0
-    for k in range(at, min(at + 10, len(data))):
-        value |= (data[k] & 0x7F) << shift
-        if data[k] < 0x80:
-            return value, k + 1
-        shift += 7
-    raise ValueError("malformed varint: truncated or not protobuf")
-
-
-def _plane_heads(source: _Source, plane_spans: list[tuple[int, int]], pure: bool
+def _plane_heads(source: FileBytes, plane_spans: list[tuple[int, int]], pure: bool
                  ) -> tuple[list[xplane_pb2.XPlane], list[list[tuple[int, int]]]]:
     """Each plane's message without its lines, and its lines' (start, end) in the file: read
     by ranges, a plane's lines are found from their headers and never read here."""
@@ -303,21 +199,13 @@ def _plane_heads(source: _Source, plane_spans: list[tuple[int, int]], pure: bool
     spans: list[list[tuple[int, int]]] = []
     line_count = 0
     for start, end in plane_spans:
-        fields = _fields_of(source, start, end, pure)
+        fields = fields_of(source, start, end, pure)
         is_line = (fields[:, 0] == 3) & (fields[:, 1] == 2)
         heads.append(_plane_head(source, fields, is_line))
         spans.append([(int(r[3]), int(r[4])) for r in fields[is_line]])
         line_count += len(spans[-1])
         _check_line_count(line_count)
     return heads, spans
-
-
-def _scan(view: memoryview, start: int, end: int, pure: bool) -> np.ndarray:
-    """Top-level fields of the message view[start:end] as rows
-    (field, wire_type, record_start, value_start, end)."""
-    if not pure:
-        return np.frombuffer(_wire.scan_fields(view, start, end), np.int64).reshape(-1, 5)
-    return wire_numpy.scan_fields(view, start, end)
 
 
 def max_lines() -> int:
@@ -337,7 +225,7 @@ def _check_line_count(count: int) -> None:
 
 
 def _decode_planes(
-    source: _Source, heads: list[xplane_pb2.XPlane], line_spans: list[list[tuple[int, int]]],
+    source: FileBytes, heads: list[xplane_pb2.XPlane], line_spans: list[list[tuple[int, int]]],
     pure: bool,
 ) -> list[tuple[xplane_pb2.XPlane, list[_RawLine]]]:
     """Each plane's head and its lines' columns; the lines of every plane are walked side by
@@ -365,13 +253,13 @@ def _decode_planes(
     return decoded
 
 
-def _plane_head(source: _Source, fields: np.ndarray, is_line: np.ndarray) -> xplane_pb2.XPlane:
+def _plane_head(source: FileBytes, fields: np.ndarray, is_line: np.ndarray) -> xplane_pb2.XPlane:
     """The plane's message without its lines (protobuf parses that small rest); a plane of
     `PLANES_READ_BY_NAME` with its id and name alone."""
-    named = xplane_pb2.XPlane.FromString(_records_of(source, fields[fields[:, 0] <= 2]))
+    named = xplane_pb2.XPlane.FromString(records_of(source, fields[fields[:, 0] <= 2]))
     if named.name in PLANES_READ_BY_NAME:
         return named
-    plane = xplane_pb2.XPlane.FromString(_records_of(source, fields[~is_line]))
+    plane = xplane_pb2.XPlane.FromString(records_of(source, fields[~is_line]))
     _reject_unknown_fields(plane)
     return plane
 
@@ -411,12 +299,12 @@ def _decode_line(read: Callable[[], memoryview], pure: bool, on_device: bool = T
     walk straight into dense stats where it does the line (`_decode_line_dense`), else into a
     row per stat first, then coded densely (a host thread's only where its events carry
     `MIN_DENSE_STATS_PER_EVENT` stats or more in its first events,
-    `_sampled_stats_per_event`: the same rule on every path, so every path gives the same
+    `sampled_stats_per_event`: the same rule on every path, so every path gives the same
     columns). The bytes are held (here alone) until its string values are copied out; on the
     rows' way, not while its stats are coded."""
     raw = _RawLine()
     line_bytes = read()
-    rows_only = not on_device and _sampled_stats_per_event(
+    rows_only = not on_device and sampled_stats_per_event(
         line_bytes, pure) < MIN_DENSE_STATS_PER_EVENT
     if not pure and not rows_only and _decode_line_dense(line_bytes, raw):
         return raw
@@ -444,41 +332,6 @@ def _decode_line(read: Callable[[], memoryview], pure: bool, on_device: bool = T
     else:
         raw.dense_stats = densify(sparse, len(raw.metadata_id), pure=pure)
     return raw
-
-
-def _sampled_stats_per_event(line_bytes: memoryview, pure: bool) -> float:
-    """Stats per event among the line's first `_SAMPLE_EVENTS` events within its first
-    `_SAMPLE_BYTES` (0 for a line without events there): read from their headers before the
-    line is walked, to choose the walk."""
-    end = min(len(line_bytes), _SAMPLE_BYTES)
-    window = bytes(line_bytes[:end])
-    at, events, stats = 0, 0, 0
-    try:
-        while at < end and events < _SAMPLE_EVENTS:
-            tag, value_at = _varint(window, at)
-            if tag & 7 == 2:
-                length, payload_at = _varint(window, value_at)
-                at = payload_at + length
-                if at > end:
-                    break
-                if tag >> 3 == 4:  # an event: its stats are its fields 4
-                    fields = _scan(line_bytes, payload_at, at, pure)
-                    stats += int(np.count_nonzero(fields[:, 0] == 4))
-                    events += 1
-            elif tag & 7 == 0:
-                at = _varint(window, value_at)[1]
-            elif tag & 7 in (1, 5):
-                at = value_at + (8 if tag & 7 == 1 else 4)
-            else:
-                break
-    except ValueError:  # a cut or malformed start: the walk says what is wrong
-        pass
-    return stats / events if events else 0.0
-
-
-#: What `_sampled_stats_per_event` reads of a line at most.
-_SAMPLE_EVENTS = 256
-_SAMPLE_BYTES = 64 << 10
 
 
 def _gathered(stats: StatColumns) -> StatColumns:

@@ -159,8 +159,8 @@ def open_profile(path: str, ranges: bool = False) -> Iterator[bytes | Source | f
     (`fs.LocalFile`: the same checks, before anything is read) and read a chunk at a time by
     the decoder (read.py), so the file is never held whole (docs/pytorch.md "Bounds"); with
     `ranges`, a local XSpace is opened too, and the decoder reads a plane and a line at a time
-    (decode.py `RangeSource`). A reading error inside the `with` (an OSError) is NotFound /
-    UnreadableProfile as there."""
+    (xspace/file_fields.py `RangeSource`). A reading error inside the `with` (an OSError) is
+    NotFound / UnreadableProfile as there."""
     if fs.is_remote(path) or not (is_kineto_file(path) or ranges):
         yield read_profile_bytes(path)
         return

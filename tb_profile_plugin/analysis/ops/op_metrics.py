@@ -19,7 +19,7 @@ op path, else the HLO op) and its kernel; `device_tf_ops` sums them per op (occu
 most any one kernel ran, times summed), as the overview's top ops do. Times are the device's
 own (`device_duration_ps` on TPU). IDLE per device = its span (first start to last end over
 all its streams) minus the union of its busy time; devices add up. TPU ops the device placed
-(`device_offset_ps`) take their device spans, as the reference: `_device_self_and_idle_ps`.
+(`device_offset_ps`) take their device spans, as the reference: `device_self_and_idle_ps`.
 
 An op is eager when it runs under `EagerKernelExecute` and not under `ExecutorState::Process`.
 """
@@ -40,14 +40,18 @@ from tb_profile_plugin.analysis.events.column_sizes import (
     whole_group_parts,
 )
 from tb_profile_plugin.analysis.events.forest import Forest
-from tb_profile_plugin.analysis.events.nesting import compute_nesting, under
+from tb_profile_plugin.analysis.events.nesting import under
 from tb_profile_plugin.analysis.events.op_names import Op, OpCategory, is_tf_op_name, parse_op
-from tb_profile_plugin.analysis.events.sort_order import group_time_order
 from tb_profile_plugin.analysis.events.table import EventTable
-from tb_profile_plugin.analysis.steps.step_db import EventType, union_sorted
+from tb_profile_plugin.analysis.ops.device_time import (
+    LineIdle,
+    device_self_and_idle_ps,
+    line_parents,
+    self_times_of,
+)
+from tb_profile_plugin.analysis.steps.step_db import EventType
 from tb_profile_plugin.xspace.producers import (
     HLO_OP_STAT,
-    NO_DEVICE_OFFSET,
     TF_OP_STAT,
     CanonicalColumns,
     PlaneKind,
@@ -177,75 +181,6 @@ def _aggregate(
     return sums.table(keys, types, categories, idle_ps)
 
 
-def _direct_self_times(table: EventTable, events: np.ndarray, duration: np.ndarray) -> np.ndarray:
-    """`duration` of each of `events` minus that of the events nested directly in it on its
-    line (`events` are line-major, as the table is; nested by their starts and ends)."""
-    line = table.line_index[events]
-    out = np.empty(len(events), np.int64)
-    # Lines nest apart: a few whole lines at a time, their parents, starts and ends a part's.
-    for lo, hi in _whole_groups(line):
-        part = events[lo:hi]
-        parent = _line_parents(line[lo:hi], table.start_ps[part], table.end_ps[part],
-                               len(table.lines))
-        out[lo:hi] = _self_times_of(parent, duration[lo:hi])
-    return out
-
-
-def _whole_groups(group: np.ndarray) -> list[tuple[int, int]]:
-    """Parts of about `column_sizes.CHUNK_EVENTS` rows, each of whole groups
-    (`whole_group_parts`), where `group` is sorted (event indices in order give sorted
-    lines and planes); one part otherwise."""
-    n = len(group)
-    if n <= column_sizes.CHUNK_EVENTS or not bool(np.all(group[1:] >= group[:-1])):
-        return [(0, n)] if n else []
-    return whole_group_parts(group, column_sizes.CHUNK_EVENTS)
-
-
-class _LineIdle:
-    """IDLE of lines taken part by part (each line whole in one part): per line, its span
-    (first op start to last op end) minus the sum of its ops' self times."""
-
-    def __init__(self, num_lines: int) -> None:
-        self.first = np.full(num_lines, np.iinfo(np.int64).max, np.int64)
-        self.last = np.full(num_lines, np.iinfo(np.int64).min, np.int64)
-        self.self_sum = np.zeros(num_lines)
-        self.present = np.zeros(num_lines, bool)
-
-    def add_spans(self, line: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
-        np.minimum.at(self.first, line, start)
-        np.maximum.at(self.last, line, end)
-        self.present[line] = True
-
-    def add_self_times(self, line: np.ndarray, self_time: np.ndarray) -> None:
-        # (each line lies in one part: its sum is the one a single bincount gives)
-        self.self_sum += np.bincount(line, weights=self_time, minlength=len(self.self_sum))
-
-    def idle_ps(self) -> int:
-        p = np.flatnonzero(self.present)
-        return int(np.sum(np.maximum(self.last[p] - self.first[p]
-                                     - self.self_sum[p].astype(np.int64), 0)))
-
-
-def _line_parents(line: np.ndarray, start: np.ndarray, end: np.ndarray,
-                  num_lines: int) -> np.ndarray:
-    """The nesting parent of each of events given line-major (`line`: each one's, sorted)."""
-    counts = np.bincount(line, minlength=num_lines)
-    bounds = np.zeros(num_lines + 1, np.int64)
-    np.cumsum(counts, out=bounds[1:])
-    return compute_nesting(start, end, bounds).parent
-
-
-def _self_times_of(parent: np.ndarray, duration: np.ndarray) -> np.ndarray:
-    """Each event's duration minus those of its direct children (`parent`: nesting parents)."""
-    # The children's durations summed into their parent's slot + 1 (slot 0 takes the events
-    # with no parent): no compressed copies of the parents and durations.
-    child_sum = np.zeros(len(duration) + 1, np.int64)
-    np.add.at(child_sum, parent + 1, duration)
-    self_time = child_sum[1:]
-    np.subtract(duration, self_time, out=self_time)
-    return np.maximum(self_time, 0, out=self_time)
-
-
 def build_op_metrics(forest: Forest, event_types: np.ndarray) -> OpMetrics:
     """Op tables (`build_op_tables`) with the device compute precision of the grouped events."""
     compute16, compute32 = compute_precision_ps(forest.table, event_types)
@@ -371,9 +306,9 @@ def _op_table_by_lines(table: EventTable, is_op: np.ndarray,
     nesting are a part's temporaries, never columns of every op event (on the 2.4M-event
     capture 39 MB less at the analysis' peak). `key_of(lo, hi, mask)`: the keys of the part's
     op events (`mask` over table rows lo..hi). With `with_idle`, an IDLE row per
-    `_LineIdle`."""
+    `LineIdle`."""
     sums = _OpSums(len(keys))
-    idle = _LineIdle(len(table.lines))
+    idle = LineIdle(len(table.lines))
     for lo, hi in whole_group_parts(table.line_index, column_sizes.CHUNK_EVENTS):
         mask = is_op[lo:hi]  # (compressed slices: no index array of the part's events)
         if not mask.any():
@@ -383,10 +318,10 @@ def _op_table_by_lines(table: EventTable, is_op: np.ndarray,
         # place once nested, so the times cost 24 bytes per op event at most beside `line`.
         start, duration = table.start_ps[lo:hi][mask], table.end_ps[lo:hi][mask]
         idle.add_spans(line, start, duration)
-        parent = _line_parents(line, start, duration, len(table.lines))
+        parent = line_parents(line, start, duration, len(table.lines))
         np.subtract(duration, start, out=duration)
         del start
-        self_time = _self_times_of(parent, duration)
+        self_time = self_times_of(parent, duration)
         del parent
         idle.add_self_times(line, self_time)
         sums.add(key_of(lo, hi, mask), duration, self_time, eager[lo:hi][mask])
@@ -422,7 +357,7 @@ def _device_ops(table: EventTable, on_device: np.ndarray,
     # The device's own times, or (none written: GPU) the events' durations, no column.
     duration = (table.durations_of(device_events) if canon.device_ps_written is None
                 else canon.device_ps_written[device_events])
-    dev_self, idle = _device_self_and_idle_ps(table, device_events, duration)
+    dev_self, idle = device_self_and_idle_ps(table, device_events, duration)
     device = _aggregate(labels, key_of_event, duration, dev_self, eager[device_events],
                         type_of_key, type_of_key, idle if len(device_events) else None)
     del duration, dev_self  # summed into the rows: not held through the per-op passes
@@ -469,98 +404,6 @@ def _first_of_each(key_of_event: np.ndarray, num_keys: int) -> np.ndarray:
         first[part[::-1]] = np.arange(lo, lo + len(part), dtype=np.int64)[::-1]
     first[first == len(key_of_event)] = 0
     return first
-
-
-def _device_self_and_idle_ps(table: EventTable, events: np.ndarray,
-                             duration: np.ndarray) -> tuple[np.ndarray, int]:
-    """Self time of each of `events` (line-major) and the devices' IDLE.
-
-    Events the device placed (TPU: `device_offset_ps` and `device_duration_ps`) ran over
-    their device span, not their trace span: a `copy-done` whose trace lasts 10 us may run
-    300 us on the device while the next op's trace starts 20 us later. As the reference
-    (xprof 2.24.2, TPU op metrics): ops nest by their device spans (self time = device time
-    minus that of the ops directly inside), and a device holding such ops is IDLE for its
-    extent (first to last instant of any op's trace or device span) minus the sum of its ops'
-    self times. Measured with the reference on synthetic planes: device spans [7, 307) and
-    [27, 77) us, traces from 0 us: IDLE 7 us, self times 250 and 50 us. Other devices:
-    `_direct_self_times` and `_device_idle_ps`."""
-    offset = table.canonical.device_offset_ps[events]
-    placed = offset != NO_DEVICE_OFFSET
-    if not placed.any():
-        del offset, placed  # (not held through the nesting and the unions below)
-        return (_direct_self_times(table, events, duration),
-                _device_idle_ps(table, events, duration))
-    line = table.line_index[events].astype(np.int64)
-    base_ps = np.array([(ln.timestamp_ns - table.profile.origin_ns) * 1000
-                        for _, ln in table.lines], np.int64)  # per line, not per event
-    trace_start = table.start_ps[events]
-    begin = np.where(placed, base_ps[line] + offset, trace_start)
-    end = begin + duration
-    # Nesting needs each line's events by start (longest first): device spans may reorder.
-    order = np.lexsort((-end, begin, line))
-    bounds = np.zeros(len(table.lines) + 1, np.int64)
-    np.cumsum(np.bincount(line, minlength=len(table.lines)), out=bounds[1:])
-    sorted_parent = compute_nesting(begin[order], end[order], bounds).parent.astype(np.int64)
-    parent = np.full(len(events), -1, np.int64)
-    has_parent = sorted_parent >= 0
-    parent[order[has_parent]] = order[sorted_parent[has_parent]]
-    self_time = _self_times_of(parent, duration)
-    plane = table.plane_index[events].astype(np.int64)
-    n = len(table.profile.planes)
-    placed_plane = np.zeros(n, bool)
-    placed_plane[plane[placed]] = True
-    on_placed = placed_plane[plane]
-    idle = _device_idle_ps(table, events[~on_placed], duration[~on_placed])
-    first = np.full(n, np.iinfo(np.int64).max, np.int64)
-    last = np.full(n, np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(first, plane[on_placed], np.minimum(trace_start, begin)[on_placed])
-    np.maximum.at(last, plane[on_placed],
-                  np.maximum(table.end_ps[events], end)[on_placed])
-    busy = np.bincount(plane[on_placed], weights=self_time[on_placed], minlength=n)
-    p = np.flatnonzero(placed_plane)
-    idle += int(np.sum(np.maximum(last[p] - first[p] - busy[p].astype(np.int64), 0)))
-    return self_time, idle
-
-
-def _device_idle_ps(table: EventTable, events: np.ndarray, duration: np.ndarray) -> int:
-    """Sum over devices of (span - union of busy time over all the device's streams).
-
-    An event is busy for its device time from its start (`duration`: `device_duration_ps`
-    where the device reports it), so ops and IDLE add up to the span."""
-    if len(events) == 0:
-        return 0
-    n = len(table.profile.planes)
-    busy = np.zeros(n, np.int64)
-    first = np.full(n, np.iinfo(np.int64).max, np.int64)
-    last = np.full(n, np.iinfo(np.int64).min, np.int64)
-    count = np.zeros(n, np.int64)
-    # Devices are independent: a few whole planes at a time (integer sums, exact in parts),
-    # their sorted starts and ends a part's, not three int64 columns of every device event.
-    for lo, hi in _whole_groups(table.plane_index[events]):
-        plane, start, end = _by_plane_and_start(table, events[lo:hi], duration[lo:hi])
-        busy += union_sorted(plane, start, end, n)
-        np.minimum.at(first, plane, start)
-        np.maximum.at(last, plane, end)
-        count += np.bincount(plane, minlength=n)
-    present = np.flatnonzero(count)
-    return int(np.sum(np.maximum(last[present] - first[present] - busy[present], 0)))
-
-
-def _by_plane_and_start(table: EventTable, events: np.ndarray, duration: np.ndarray
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(plane, start, end) of `events` (end: start + `duration`), ordered by plane, then
-    start (`union_sorted`'s order). The plane codes keep the table's narrow dtype and each
-    unsorted column is dropped once its sorted copy exists: three int64 columns live at
-    most, not seven (the device IDLE was the overview's peak)."""
-    start = table.start_ps[events]
-    plane = table.plane_index[events]
-    order = group_time_order(plane, start)
-    plane = plane[order]
-    start = start[order]
-    end = duration[order]
-    del order
-    end += start
-    return plane, start, end
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import pytest
 from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.analysis.events.column_sizes import int64_rows
 from tb_profile_plugin.analysis.events.profile_cache import profile_nested
-from tb_profile_plugin.analysis.ops.op_metrics import _by_plane_and_start
+from tb_profile_plugin.analysis.ops.device_time import by_plane_and_start
 from tb_profile_plugin.analysis.steps.step_db import union_per_group, union_sorted
 from tb_profile_plugin.trace.derived import _rows_of
 from tb_profile_plugin.trace.window import _narrower_than, density_blocks
@@ -88,7 +88,7 @@ def test_device_idle_order_equals_the_union_of_unsorted_columns() -> None:
     table = _table("jax_nvidia_train")
     events = np.flatnonzero(table.on_device)
     duration = table.end_ps[events] - table.start_ps[events]
-    plane, start, end = _by_plane_and_start(table, events, duration)
+    plane, start, end = by_plane_and_start(table, events, duration)
     n = len(table.profile.planes)
     wide = table.plane_index[events].astype(np.int64)
     np.testing.assert_array_equal(
