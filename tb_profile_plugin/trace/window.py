@@ -536,16 +536,12 @@ def _by_level_of_detail(
 
 def _joined(parts: list[DensityBlocks]) -> DensityBlocks:
     """Blocks of several parts in one order: by segment, then first event (= start)."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return NO_BLOCKS
-    if len(parts) == 1:
-        return parts[0]
-    segment, start, end, count, first = (np.concatenate([getattr(p, f) for p in parts])
-                                         for f in ("segment", "start_ps", "end_ps", "count",
-                                                   "first_id"))
-    order = np.lexsort((first, segment))
-    return DensityBlocks(segment[order], start[order], end[order], count[order], first[order])
+    if sum(1 for p in parts if len(p)) < 2:
+        return _in_order(parts)
+    joined = _in_order(parts)
+    order = np.lexsort((joined.first_id, joined.segment))
+    return DensityBlocks(*(getattr(joined, f.name)[order]
+                           for f in dataclasses.fields(DensityBlocks)))
 
 
 def _visible_events(

@@ -35,6 +35,7 @@ from tb_profile_plugin.xspace.file_fields import (
     FileBytes,
     RangeSource,
     fields_of,
+    pure_path,
     records_of,
     sampled_stats_per_event,
     scan,
@@ -57,8 +58,6 @@ try:
 except ImportError:  # no compiler at install time: the numpy path does the same work
     _wire = None
 
-#: Set TB_PROFILE_PURE_DECODER=1 to force the pure-numpy decoder (tests compare both).
-PURE_DECODER_ENV = "TB_PROFILE_PURE_DECODER"
 #: The most lines a profile may hold (`max_lines`); real captures hold hundreds to thousands.
 MAX_LINES_ENV = "TB_PROFILE_MAX_LINES"
 DEFAULT_MAX_LINES = 100_000
@@ -80,7 +79,7 @@ def decode_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Pro
     (no copy), or read from the file a plane and a line at a time (`RangeSource`); only the
     small rest of each plane goes through protobuf.
     """
-    pure = _pure(pure)
+    pure = pure_path(pure)
     source = FileBytes(data)
     with _unreadable_wire():
         head, plane_spans = _structure(source, pure)
@@ -121,7 +120,7 @@ def outline_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Ou
     each line's events are counted from its top-level fields, never decoded (no event
     columns). The same structural checks as `decode_xspace`; what an event itself holds is
     left for the decode."""
-    pure = _pure(pure)
+    pure = pure_path(pure)
     source = FileBytes(data)
     with _unreadable_wire():
         head, plane_spans = _structure(source, pure)
@@ -138,12 +137,6 @@ def outline_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Ou
 def _count_events(line_fields: np.ndarray) -> int:
     """Events of a line from its top-level fields (`events` is field 4, length-delimited)."""
     return int(np.count_nonzero((line_fields[:, 0] == 4) & (line_fields[:, 1] == 2)))
-
-
-def _pure(pure: bool | None) -> bool:
-    if pure is None:
-        return _wire is None or os.environ.get(PURE_DECODER_ENV) == "1"
-    return pure
 
 
 @contextlib.contextmanager
@@ -239,9 +232,8 @@ def _decode_planes(
                  for head, plane in zip(heads, line_spans, strict=True) for span in plane}
 
     def decode(span: tuple[int, int]) -> _RawLine:
-        if span[1] - span[0] < LARGE_LINE_BYTES:
-            return _decode_line(lambda: source.read(span[0], span[1]), pure, on_device[span])
-        with one_large:  # a large line's walk holds ~10x its bytes for a moment: one at once
+        large = span[1] - span[0] >= LARGE_LINE_BYTES  # (its walk is the peak: one at once)
+        with one_large if large else contextlib.nullcontext():
             return _decode_line(lambda: source.read(span[0], span[1]), pure, on_device[span])
 
     lines = column_threads.map_lines(decode, spans, 0 if pure else size)

@@ -26,10 +26,9 @@ line's bytes, 25 bytes a row of walked columns, the rows' copies), now 164 MiB.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
+from tb_profile_plugin.xspace.file_fields import pure_path
 from tb_profile_plugin.xspace.model import StatColumns
 from tb_profile_plugin.xspace.schema import StatKind
 from tb_profile_plugin.xspace.unique_rows import unique_ints
@@ -38,10 +37,6 @@ try:
     from tb_profile_plugin.xspace import _wire  # type: ignore[attr-defined]
 except ImportError:  # no compiler at install time: the numpy path does the same work
     _wire = None
-
-#: decode.py's PURE_DECODER_ENV (not imported: decode.py imports this module): set to 1, the
-#: numpy path does every line.
-_PURE_DECODER_ENV = "TB_PROFILE_PURE_DECODER"
 
 #: Stat ids of a line tried for a dense column (a pass over the line's rows each).
 MAX_DENSE_STATS = 64
@@ -103,17 +98,11 @@ def densify(stats: StatColumns, num_rows: int, *, pure: bool | None = None) -> S
     when it was built and TB_PROFILE_PURE_DECODER is not 1. Both give equal columns."""
     if len(stats) == 0 or num_rows == 0 or len(stats.dense_ids):
         return stats
-    if not _pure(pure):
+    if not pure_path(pure):
         planned = _compiled_plan(stats, num_rows)
         if planned is not None:
             return _densify_planned(stats, num_rows, planned)
     return _densify_numpy(stats, num_rows)
-
-
-def _pure(pure: bool | None) -> bool:
-    if pure is None:
-        return _wire is None or os.environ.get(_PURE_DECODER_ENV) == "1"
-    return pure or _wire is None
 
 
 def _min_dense_count(num_rows: int) -> int:

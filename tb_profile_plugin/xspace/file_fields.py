@@ -11,6 +11,7 @@ headers to choose how the line is walked (decode.py).
 
 from __future__ import annotations
 
+import os
 from typing import Protocol
 
 import numpy as np
@@ -21,6 +22,17 @@ try:
     from tb_profile_plugin.xspace import _wire  # type: ignore[attr-defined]
 except ImportError:  # no compiler at install time: the numpy scanner does the same work
     _wire = None
+
+#: Set TB_PROFILE_PURE_DECODER=1 to force the pure-numpy decoder (tests compare both).
+PURE_DECODER_ENV = "TB_PROFILE_PURE_DECODER"
+
+
+def pure_path(pure: bool | None) -> bool:
+    """Whether the decoder's numpy path runs: `pure` when given (True, or the compiled module
+    not built), else TB_PROFILE_PURE_DECODER=1 or no compiled module."""
+    if pure is None:
+        return _wire is None or os.environ.get(PURE_DECODER_ENV) == "1"
+    return pure or _wire is None
 
 
 class RangeSource(Protocol):

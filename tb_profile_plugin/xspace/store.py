@@ -164,22 +164,13 @@ def open_profile(path: str, ranges: bool = False) -> Iterator[bytes | Source | f
     if fs.is_remote(path) or not (is_kineto_file(path) or ranges):
         yield read_profile_bytes(path)
         return
-    if not is_kineto_file(path):
-        _check_local(path)
-        with _reading(path), fs.LocalFile(path) as local:
-            yield local
-        return
     _check_local(path)
-    with _reading(path):
-        local = fs.LocalFile(path)
-        try:
-            if local.head(len(GZIP_MAGIC)) != GZIP_MAGIC:
-                yield local
-                return
-            data = local.read_all()  # (gzip: small on disk, read whole)
-        finally:
-            local.close()
-        yield data
+    with _reading(path), fs.LocalFile(path) as local:
+        if not is_kineto_file(path) or local.head(len(GZIP_MAGIC)) != GZIP_MAGIC:
+            yield local
+            return
+        data = local.read_all()  # (a gzip PyTorch trace: small on disk, read whole)
+    yield data
 
 
 def _check_local(path: str) -> None:
@@ -317,7 +308,6 @@ class ProfileStore:
                 profile = decode_profile_bytes(path, data)
             except UnreadableProfile as exc:
                 raise Undecodable(f"{fs.basename(path)}: {exc}") from exc
-            del data
         with self._lock:
             self.decode_count += 1
         cache.save_later(profile, key, self._disk_cache_dir)  # not on the request's path

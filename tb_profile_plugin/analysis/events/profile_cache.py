@@ -35,20 +35,15 @@ _building: dict[tuple[int, str], threading.Lock] = {}
 _depth = threading.local()  # per_profile builds running in this thread, nested
 
 
-def _release_scratch(profile: Profile) -> None:
+def release_scratch(profile: Profile) -> None:
     """Drops the event table's scratch columns (`EventTable.release_scratch`) once no build
     of this thread needs them: results keep what they computed, not the stat and canonical
-    columns they read (~130 of ~220 bytes per event after the overview)."""
+    columns they read (~130 of ~220 bytes per event after the overview); or within a build
+    whose remaining work reads none of them (the trace index's assembly). A later reader
+    builds them again."""
     nested = profile.derived.results.get(_NESTED)
     if isinstance(nested, Nested):
         nested.table.release_scratch()
-
-
-def release_scratch(profile: Profile) -> None:
-    """Drops the event table's scratch columns now, within a build whose remaining work
-    reads none of them (the trace index's assembly: its columns are made beside them
-    otherwise); a later reader builds them again."""
-    _release_scratch(profile)
 
 
 def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
@@ -75,7 +70,7 @@ def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
                 finally:
                     _depth.value -= 1
                 if _depth.value == 0:  # the outermost build: its scratch columns go
-                    _release_scratch(profile)
+                    release_scratch(profile)
                 with _lock:
                     derived.add(name, result)  # measured with the others: shared parts once
                     notify = derived.on_grow

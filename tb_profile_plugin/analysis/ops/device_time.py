@@ -112,9 +112,8 @@ def device_self_and_idle_ps(table: EventTable, events: np.ndarray,
     end = begin + duration
     # Nesting needs each line's events by start (longest first): device spans may reorder.
     order = np.lexsort((-end, begin, line))
-    bounds = np.zeros(len(table.lines) + 1, np.int64)
-    np.cumsum(np.bincount(line, minlength=len(table.lines)), out=bounds[1:])
-    sorted_parent = compute_nesting(begin[order], end[order], bounds).parent.astype(np.int64)
+    sorted_parent = line_parents(line[order], begin[order], end[order],
+                                 len(table.lines)).astype(np.int64)
     parent = np.full(len(events), -1, np.int64)
     has_parent = sorted_parent >= 0
     parent[order[has_parent]] = order[sorted_parent[has_parent]]
@@ -125,15 +124,11 @@ def device_self_and_idle_ps(table: EventTable, events: np.ndarray,
     placed_plane[plane[placed]] = True
     on_placed = placed_plane[plane]
     idle = device_idle_ps(table, events[~on_placed], duration[~on_placed])
-    first = np.full(n, np.iinfo(np.int64).max, np.int64)
-    last = np.full(n, np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(first, plane[on_placed], np.minimum(trace_start, begin)[on_placed])
-    np.maximum.at(last, plane[on_placed],
-                  np.maximum(table.end_ps[events], end)[on_placed])
-    busy = np.bincount(plane[on_placed], weights=self_time[on_placed], minlength=n)
-    p = np.flatnonzero(placed_plane)
-    idle += int(np.sum(np.maximum(last[p] - first[p] - busy[p].astype(np.int64), 0)))
-    return self_time, idle
+    placed_idle = LineIdle(n)  # (per plane: its span less its ops' self times)
+    placed_idle.add_spans(plane[on_placed], np.minimum(trace_start, begin)[on_placed],
+                          np.maximum(table.end_ps[events], end)[on_placed])
+    placed_idle.add_self_times(plane[on_placed], self_time[on_placed])
+    return self_time, idle + placed_idle.idle_ps()
 
 
 def device_idle_ps(table: EventTable, events: np.ndarray, duration: np.ndarray) -> int:

@@ -242,10 +242,8 @@ def _plane_int_stat(table: EventTable, stat_name: str, rows: slice | np.ndarray,
     """`table.int_stat(stat_name, fill)[rows]` for the rows of one plane: its lines lie side
     by side in the table, so only their values are read (no int64 column of every event
     kept to the build's end for one plane at a time)."""
-    if isinstance(rows, slice):
+    if isinstance(rows, slice):  # (`_plane_rows` gives a slice wherever rows are contiguous)
         return table.int_stat_rows(stat_name, rows.start, rows.stop, fill)
-    if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
-        return table.int_stat_rows(stat_name, int(rows[0]), int(rows[-1]) + 1, fill)
     return table.int_stat(stat_name, fill)[rows]
 
 

@@ -8,6 +8,18 @@ import pytest
 from tb_profile_plugin.xspace.unique_rows import unique_ints, unique_rows
 
 
+def _assert_like_numpy(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`unique_rows(rows, return_index=True)` is numpy's row-wise unique, first rows, inverse
+    (1-D); numpy's (unique, inverse)."""
+    unique, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    got_unique, got_first, got_inverse = unique_rows(rows, return_index=True)
+    assert np.array_equal(got_unique, unique)
+    assert np.array_equal(got_first, first)
+    assert np.array_equal(got_inverse, inverse.reshape(-1))
+    assert got_inverse.ndim == 1
+    return unique, inverse
+
+
 @pytest.mark.parametrize("wide", [0, 1, 12], ids=["one key", "ranked", "records"])
 def test_unique_rows_equals_numpy(wide: int) -> None:
     """`wide` columns hold 64-bit values: one is ranked into the key; twelve (past one int64
@@ -23,13 +35,7 @@ def test_unique_rows_equals_numpy(wide: int) -> None:
             rows = np.concatenate([rng.integers(-2**62, 2**62, (n, wide)),
                                    rng.integers(-1, 4, (n, k - wide))], axis=1).astype(np.int64)
             rows[n // 2:, :wide] = rows[: n - n // 2, :wide]  # repeats among the wide values
-        unique, first, inverse = np.unique(rows, axis=0, return_index=True,
-                                           return_inverse=True)
-        got_unique, got_first, got_inverse = unique_rows(rows, return_index=True)
-        assert np.array_equal(got_unique, unique)
-        assert np.array_equal(got_first, first)
-        assert np.array_equal(got_inverse, inverse.reshape(-1))
-        assert got_inverse.ndim == 1
+        unique, inverse = _assert_like_numpy(rows)
         plain_unique, plain_inverse = unique_rows(rows)
         assert np.array_equal(plain_unique, unique)
         assert np.array_equal(plain_inverse, inverse.reshape(-1))
@@ -84,11 +90,7 @@ def test_sparse_code_rows_are_joined_by_ranks(monkeypatch: pytest.MonkeyPatch) -
     pool = np.stack([rng.integers(-1, 3000, 40) for _ in range(5)], axis=1)
     rows = pool[rng.integers(0, len(pool), 20_000)]
     assert float(np.prod(np.ptp(rows, axis=0) + 1.0)) > 2 * len(rows) + 1024  # past one table
-    unique, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    got_unique, got_first, got_inverse = unique_rows(rows, return_index=True)
-    assert np.array_equal(got_unique, unique)
-    assert np.array_equal(got_first, first)
-    assert np.array_equal(got_inverse, inverse.reshape(-1))
+    _assert_like_numpy(rows)
     assert sorts == []  # every unique of the join was a table of a dense range
 
 
@@ -105,9 +107,4 @@ def test_keys_built_in_parts_equal_numpy(part_rows: int, monkeypatch: pytest.Mon
         spans = rng.choice([2, 9, 40, 10**6], k)  # (10**6: a column ranked by a sort)
         rows = np.stack([rng.integers(-1, int(s), n) for s in spans], axis=1).astype(np.int64)
         rows[n // 2:] = rows[: n - n // 2]  # repeated rows
-        unique, first, inverse = np.unique(rows, axis=0, return_index=True,
-                                           return_inverse=True)
-        got_unique, got_first, got_inverse = unique_rows(rows, return_index=True)
-        assert np.array_equal(got_unique, unique)
-        assert np.array_equal(got_first, first)
-        assert np.array_equal(got_inverse, inverse.reshape(-1))
+        _assert_like_numpy(rows)

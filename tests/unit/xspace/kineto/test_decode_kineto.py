@@ -25,6 +25,7 @@ from tb_profile_plugin.xspace.producers import (
     pytorch_facts,
 )
 from tests.kineto_builder import BASE_TS, KinetoTrace, gpu_training_step_trace
+from tests.unit.xspace.kineto.slices import small_slices
 
 
 def _decode(trace: KinetoTrace | dict) -> Profile:
@@ -320,8 +321,7 @@ def test_events_parsed_in_slices_decode_the_same(monkeypatch: pytest.MonkeyPatch
     found = split.event_slices(raw, 1000)
     assert found is not None and len(found[2]) > 10
     for size, window in ((1, 1 << 22), (1000, 5), (7919, 64), (7919, 1)):
-        monkeypatch.setattr(split, "SLICE_BYTES", size)
-        monkeypatch.setattr(split, "_WINDOW", window)  # escapes and strings across windows
+        small_slices(monkeypatch, size, window)  # escapes and strings across windows
         sliced = decode_kineto(raw)
         assert _columns(sliced) == _columns(whole), (size, window)
         assert sliced.warnings == whole.warnings

@@ -23,6 +23,7 @@ from tb_profile_plugin.xspace import store
 from tb_profile_plugin.xspace.kineto import decode_kineto, read, split
 from tb_profile_plugin.xspace.model import Profile
 from tests.kineto_builder import many_steps_trace_bytes
+from tests.unit.xspace.kineto.slices import small_slices
 
 DATA = Path(__file__).resolve().parents[3] / "data"
 #: A committed capture (two ranks of gloo all-reduce training, PyTorch 2.x, plain JSON).
@@ -55,8 +56,7 @@ def test_real_capture_decoded_from_its_file_in_chunks_is_the_profile_of_its_byte
     whole = _digest(decode_kineto(raw))
     _no_whole_read(monkeypatch)
     assert _digest(_decode_from_store(REAL)) == whole  # (one slice: under SLICE_BYTES)
-    monkeypatch.setattr(split, "SLICE_BYTES", 64 << 10)
-    monkeypatch.setattr(split, "_WINDOW", 10_007)  # (chunks cut events and strings)
+    small_slices(monkeypatch, 64 << 10, 10_007)  # (chunks cut events and strings)
     chunks = []
     original = fs.LocalFile.chunks
     monkeypatch.setattr(fs.LocalFile, "chunks",
@@ -76,8 +76,7 @@ def test_the_file_is_never_held_whole(monkeypatch: pytest.MonkeyPatch, tmp_path:
     path = tmp_path / "big.pt.trace.json"
     path.write_bytes(raw)
     window = 256 << 10
-    monkeypatch.setattr(split, "SLICE_BYTES", window)
-    monkeypatch.setattr(split, "_WINDOW", window)
+    small_slices(monkeypatch, window)
     tracemalloc.start()
     try:
         held = decode_kineto(raw)

@@ -17,6 +17,7 @@ from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.xspace.kineto import decode_kineto, read, split
 from tb_profile_plugin.xspace.model import Profile
 from tests.kineto_builder import gpu_training_step_trace, many_steps_trace_bytes
+from tests.unit.xspace.kineto.slices import small_slices
 
 
 def _digest(profile: Profile) -> str:
@@ -84,8 +85,7 @@ def test_peak_allocation_follows_the_profile_not_the_text(
     packed = gzip.compress(raw, 1)
     del raw
     slice_bytes = 256 << 10
-    monkeypatch.setattr(split, "SLICE_BYTES", slice_bytes)
-    monkeypatch.setattr(split, "_WINDOW", slice_bytes)
+    small_slices(monkeypatch, slice_bytes)
     tracemalloc.start()
     try:
         profile = decode_kineto(packed)
