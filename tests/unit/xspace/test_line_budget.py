@@ -1,0 +1,53 @@
+"""The decoder's byte budget for large lines walked side by side (decode._LineBudget): two
+streams of a 2M-event 8-GPU capture (~20 MB each) walk together, two of a 10M one (~120 MB
+each) one after the other, and small lines never wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tb_profile_plugin.xspace import decode
+
+MIB = 1 << 20
+
+
+def _most_at_once(budget_bytes: int, sizes: list[int]) -> int:
+    """How many of `sizes` were walked at once at most, each walk held 50 ms, all started
+    together."""
+    budget = decode._LineBudget(budget_bytes)
+    lock = threading.Lock()
+    now, most = [0], [0]
+    start = threading.Barrier(len(sizes))
+
+    def walk(size: int) -> None:
+        start.wait()
+        with budget.walking(size):
+            with lock:
+                now[0] += 1
+                most[0] = max(most[0], now[0])
+            time.sleep(0.05)
+            with lock:
+                now[0] -= 1
+
+    threads = [threading.Thread(target=walk, args=(size,)) for size in sizes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert not any(thread.is_alive() for thread in threads)
+    return most[0]
+
+
+def test_large_lines_within_the_budget_walk_together() -> None:
+    assert _most_at_once(64 * MIB, [20 * MIB, 20 * MIB, 20 * MIB]) == 3
+
+
+def test_lines_over_the_budget_walk_one_at_a_time() -> None:
+    assert _most_at_once(64 * MIB, [40 * MIB, 40 * MIB, 40 * MIB]) == 1
+    assert _most_at_once(64 * MIB, [100 * MIB, 100 * MIB]) == 1  # (each alone over it)
+
+
+def test_small_lines_never_wait() -> None:
+    small = decode.LARGE_LINE_BYTES - 1
+    assert _most_at_once(64 * MIB, [100 * MIB, small, small, small]) == 4
