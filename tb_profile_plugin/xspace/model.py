@@ -184,6 +184,24 @@ class StatColumns:
             np.full(len(rows), self.dense_kind[k], np.uint8),
             self.dense_values[table][taken], self.dense_lengths[table][taken], self.strings)
 
+    def last_values(self, stat_id: int, num_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the events carrying the stat, in order (int32), its raw value on each: the last one
+        where an event carries it twice, as protobuf's parser keeps): `select`'s rows and
+        values without its per-row ids, kinds and lengths."""
+        k = self._dense_index(stat_id)
+        if k < 0:
+            sel = np.flatnonzero(self.metadata_id == stat_id)
+            row = self.row[sel]
+            last = np.ones(len(row), bool)  # rows are in event order: last of each run
+            last[:-1] = row[1:] != row[:-1]
+            return row[last], self.value[sel[last]]
+        codes = self._codes(k, num_rows)
+        values = self.dense_values[self._table(k)]
+        if codes is None:
+            return np.arange(num_rows, dtype=np.int32), np.full(num_rows, values[1])
+        rows = np.flatnonzero(codes)
+        return rows.astype(np.int32), values[codes[rows]]
+
     def coded(self, stat_id: int, num_rows: int) -> tuple[np.ndarray, StatColumns] | None:
         """A dense stat as (code per event, 0 where absent; its distinct values as sparse rows,
         row i for code i, row 0 of kind NONE), for readers that work on the distinct values

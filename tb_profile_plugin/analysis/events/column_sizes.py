@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tb_profile_plugin.xspace.unique_rows import int64_rows  # noqa: F401 (kept here too)
+
 #: Events per part of a pass over every event (8 MB per int64 temporary). Read as
 #: `column_sizes.CHUNK_EVENTS` at call time (tests make it small to check parts against
 #: one pass).
@@ -41,16 +43,6 @@ def narrowest_int(largest: int) -> type[np.signedinteger]:
         if largest <= np.iinfo(dtype).max:
             return dtype
     return np.int32 if largest <= np.iinfo(np.int32).max else np.int64
-
-
-def int64_rows(*columns: np.ndarray) -> np.ndarray:
-    """`np.stack(columns, axis=1).astype(np.int64)` made in one int64 table: stacked int32
-    codes would be copied again to the int64 rows `unique_rows` reads (12 bytes per row per
-    column beside the table at the op and kernel tables' peak)."""
-    out = np.empty((len(columns[0]) if columns else 0, len(columns)), np.int64)
-    for j, column in enumerate(columns):
-        out[:, j] = column
-    return out
 
 
 def event_indices(mask: np.ndarray) -> np.ndarray:

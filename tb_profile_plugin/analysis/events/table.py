@@ -163,12 +163,9 @@ class EventTable:
             stat_id = plane.stat_metadata.id_of(stat_name)
             if stat_id is None:
                 continue
-            sub = line.stats.select(stat_id, len(line.events))
-            row = sub.row
-            last = np.ones(len(row), bool)  # stat rows are in event order: last of each run
-            last[:-1] = row[1:] != row[:-1]
-            rows.append(row[last].astype(np.int64) + int(self.line_bounds[k]))
-            values.append(sub.value[last])
+            row, value = line.stats.last_values(stat_id, len(line.events))
+            rows.append(row.astype(np.int64) + int(self.line_bounds[k]))
+            values.append(value)
         if not rows:
             return SparseStat(np.zeros(0, np.int64), np.zeros(0, np.int64))
         return SparseStat(np.concatenate(rows), np.concatenate(values))

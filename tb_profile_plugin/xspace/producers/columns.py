@@ -65,7 +65,7 @@ from tb_profile_plugin.xspace.producers.names import (
 )
 from tb_profile_plugin.xspace.producers.programs import module_display_name
 from tb_profile_plugin.xspace.producers.text_codes import LineStats, TextIndex
-from tb_profile_plugin.xspace.unique_rows import unique_ints, unique_rows
+from tb_profile_plugin.xspace.unique_rows import int64_rows, unique_ints, unique_rows
 
 
 @dataclass(frozen=True)
@@ -455,10 +455,16 @@ def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index:
     rows = np.flatnonzero(np.isin(hlo, buffers) & (which >= 0) & ~np.isnan(correlation))
     if len(rows) == 0:
         return
-    keys = np.stack([which[rows], hlo[rows], correlation[rows].astype(np.int64)], axis=1)
-    order = np.lexsort((line.events.start_ps[rows], keys[:, 2], keys[:, 1], keys[:, 0]))
-    rows, keys = rows[order], keys[order]
-    first = np.flatnonzero(np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)])
+    # Rows by replay (module, buffer, correlation id: one rank each), in start order within
+    # one: a stable sort of the ranks where the line's events are in start order (a stream's
+    # are), else by start too (half the time of a lexsort of the four columns).
+    _, replay_key = unique_rows(int64_rows(which[rows], hlo[rows],
+                                           correlation[rows].astype(np.int64)))
+    start = line.events.start_ps[rows]
+    order = (np.argsort(replay_key, kind="stable") if np.all(start[1:] >= start[:-1])
+             else np.lexsort((start, replay_key)))
+    rows, replay_key = rows[order], replay_key[order]
+    first = np.flatnonzero(np.r_[True, replay_key[1:] != replay_key[:-1]])
     length = np.diff(np.r_[first, len(rows)])
     replay = np.repeat(np.arange(len(first)), length)  # of each row
     place = np.arange(len(rows)) - first[replay]  # its place in its replay

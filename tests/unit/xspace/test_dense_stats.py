@@ -93,6 +93,10 @@ def test_every_reader_answers_as_the_sparse_rows_do() -> None:
         assert [got.python_value(k, plane.stat_metadata) for k in range(len(got))] == [
             want.python_value(k, plane.stat_metadata) for k in range(len(want))]
         assert np.array_equal(dense.positions(stat_id, n) >= 0, rows.positions(stat_id, n) >= 0)
+        for stats in (dense, rows):
+            carried, values = stats.last_values(stat_id, n)
+            assert carried.tolist() == sorted(set(want.row.tolist()))
+            assert values.tolist() == [want.value[want.row == r][-1] for r in carried.tolist()]
     assert np.array_equal(dense.stat_ids(), rows.stat_ids())
     assert dense.count(n) == len(rows)
     for event in (0, 7, 97, n - 1):
@@ -131,6 +135,8 @@ def test_a_stat_twice_on_an_event_or_of_two_kinds_stays_rows() -> None:
     assert out.dense_ids.tolist() == [3]
     assert sorted(set(out.metadata_id.tolist())) == [1, 2]
     assert out.int_column(2, n)[1] == value[5]  # the last of the two wins, as before
+    carried, values = out.last_values(2, n)
+    assert carried.tolist() == list(range(n)) and values[1] == value[5]
 
 
 def test_events_listing_stats_against_one_order_keep_rows() -> None:
