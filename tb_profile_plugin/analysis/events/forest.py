@@ -140,7 +140,7 @@ class _Link:
             return False
         last[:] = [(group, best)]
         changed = False
-        chunk = column_sizes.CHUNK_EVENTS // 4  # (temporaries of a part, warm in cache)
+        chunk = max(1, column_sizes.CHUNK_EVENTS // 4)  # (a part's temporaries, in cache)
         for lo in range(0, len(self.targets), chunk):
             targets = self.targets[lo:lo + chunk]
             proposed = best[self.target_key[lo:lo + chunk]]
@@ -183,7 +183,7 @@ def _single_key_ids(source_values: np.ndarray, target_values: np.ndarray
                           return_inverse=True)[1].astype(np.int64, copy=False)
         return ids[:len(source_values)], ids[len(source_values):]
     present = np.zeros(high - low + 1, bool)
-    chunk = column_sizes.CHUNK_EVENTS // 4  # (a part's slots at a time, warm in cache)
+    chunk = max(1, column_sizes.CHUNK_EVENTS // 4)  # (a part's slots at a time, warm in cache)
     for values in (source_values, target_values):
         for lo in range(0, len(values), chunk):
             present[values[lo:lo + chunk] - low] = True

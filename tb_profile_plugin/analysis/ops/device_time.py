@@ -98,12 +98,11 @@ def device_self_and_idle_ps(table: EventTable, events: np.ndarray,
     self times. Measured with the reference on synthetic planes: device spans [7, 307) and
     [27, 77) us, traces from 0 us: IDLE 7 us, self times 250 and 50 us. Other devices:
     `direct_self_times` and `device_idle_ps`."""
-    offset = table.canonical.device_offset_ps[events]
-    placed = offset != NO_DEVICE_OFFSET
-    if not placed.any():
-        del offset, placed  # (not held through the nesting and the unions below)
+    placed = _placed(table, events)
+    if placed is None:
         return (direct_self_times(table, events, duration),
                 device_idle_ps(table, events, duration))
+    offset = table.canonical.device_offset_ps[events]
     line = table.line_index[events].astype(np.int64)
     base_ps = np.array([(ln.timestamp_ns - table.profile.origin_ns) * 1000
                         for _, ln in table.lines], np.int64)  # per line, not per event
@@ -129,6 +128,15 @@ def device_self_and_idle_ps(table: EventTable, events: np.ndarray,
                           np.maximum(table.end_ps[events], end)[on_placed])
     placed_idle.add_self_times(plane[on_placed], self_time[on_placed])
     return self_time, idle + placed_idle.idle_ps()
+
+
+def _placed(table: EventTable, events: np.ndarray) -> np.ndarray | None:
+    """Per one of `events`: whether the device placed it (`device_offset_ps`); None where
+    none is (not held through the nesting and the unions that follow)."""
+    if not table.canonical.any_device_offset:
+        return None
+    placed = table.canonical.device_offset_ps[events] != NO_DEVICE_OFFSET
+    return placed if placed.any() else None
 
 
 def device_idle_ps(table: EventTable, events: np.ndarray, duration: np.ndarray) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.analysis.events.forest import Forest
 from tb_profile_plugin.analysis.steps.xla_executions import Executions
 from tb_profile_plugin.xspace.producers import dispatched_module
@@ -81,17 +82,31 @@ def jitted_functions(forest: Forest, executions: Executions) -> tuple[JittedFunc
 
 def _dispatches(forest: Forest, modules: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Per module: the host dispatch events of its calls, their count and summed time (ps).
-    A dispatch event inside another of the same call (jaxlib nests them) is not counted."""
+    A dispatch event inside another of the same call (jaxlib nests them) is not counted.
+    Read `column_sizes.CHUNK_EVENTS` events at a time, keeping only the dispatches: whole
+    columns of every event here were the 10M-event overview's peak (~170 MB)."""
     table = forest.table
     index = {name: k for k, name in enumerate(modules)}
     of_name = np.array([index.get(dispatched_module(n) or "", -1) for n in table.names] + [-1],
                        np.int32)
-    module = of_name[table.name_id]
+    accelerator = table.accelerator_planes
     parent = forest.nesting.parent
-    nested = (parent >= 0) & (module[np.maximum(parent, 0)] == module)
-    host = ~table.on_device & (module >= 0) & ~nested
-    counts = np.bincount(module[host], minlength=len(modules))
-    times = np.bincount(module[host], weights=table.durations_of(host), minlength=len(modules))
+    counts = np.zeros(len(modules), np.int64)
+    times = np.zeros(len(modules))
+    chunk = column_sizes.CHUNK_EVENTS
+    for lo in range(0, len(table), chunk):
+        module = of_name[table.name_id[lo : lo + chunk]]
+        events = np.flatnonzero(module >= 0)
+        if not len(events):
+            continue
+        module = module[events]
+        events += lo
+        above = parent[events]
+        nested = (above >= 0) & (of_name[table.name_id[np.maximum(above, 0)]] == module)
+        host = ~accelerator[table.plane_index[events]] & ~nested
+        counts += np.bincount(module[host], minlength=len(modules))
+        times += np.bincount(module[host], weights=table.durations_of(events[host]),
+                             minlength=len(modules))
     return counts, times
 
 

@@ -325,7 +325,7 @@ def _kernel_calls_by_table(out: np.ndarray, call_of_id: np.ndarray, low: int, si
     calls' module, -1 none). A part of
     events at a time: the temporaries stay small and warm (whole-column temporaries of 10M
     events cost more in fresh pages than in work)."""
-    chunk = column_sizes.CHUNK_EVENTS // 4
+    chunk = max(1, column_sizes.CHUNK_EVENTS // 4)
     for lo in range(0, len(out), chunk):
         hi = min(lo + chunk, len(out))
         ids, code = correlation[lo:hi], index_of_code[module[lo:hi]]

@@ -5,6 +5,7 @@ spread over many lines."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -104,3 +105,39 @@ def test_tagged_events_count_as_zero_time_runs_of_their_op() -> None:
     assert ops["occurrences"][rows["d/Conv2D"]] == 1 and ops["total_ps"][rows["d/Conv2D"]] == 0
     # Line one spans [0, 100] all op time; line two [5, 50]: 45 ps, of which 30 is op time.
     assert ops["self_ps"][rows["IDLE"]] == 15
+
+
+def _device_figures(path: Path) -> tuple[dict[str, list[object]], dict[str, list[object]],
+                                         list[tuple[object, ...]]]:
+    """A fresh decode's device op table, per-op table and jitted functions' dispatch figures
+    (the analyses are kept per decoded profile: each part size decodes anew)."""
+    from tb_profile_plugin.analysis.events.profile_cache import profile_forest
+    from tb_profile_plugin.analysis.ops.jitted_functions import jitted_functions
+    from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
+
+    profile = decode_xspace(path.read_bytes())
+    table = build_event_table(profile)
+    parent = compute_nesting(table.start_ps, table.end_ps, table.line_bounds).parent
+    tables = build_op_tables(table, parent)
+    jitted = jitted_functions(profile_forest(profile), profile_executions(profile))
+    return (_columns(tables.device), _columns(tables.device_tf_ops),
+            [(j.module, j.dispatches,
+              None if math.isnan(j.dispatch_mean_ps) else j.dispatch_mean_ps) for j in jitted])
+
+
+@pytest.mark.parametrize("name", ["jax_nvidia_train", "jax_nvidia_device_bound", "jax_cpu_plain"])
+def test_device_sums_and_dispatches_in_parts_equal_one_part(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device op sums (`_OpSums.add`) and the jitted functions' dispatches (`_dispatches`)
+    are taken `CHUNK_EVENTS` events at a time: any part size gives the one-part figures."""
+    path = next(p for p in xplane_files() if name in str(p))
+    whole = _device_figures(path)
+    assert whole[2], "a capture with jitted functions"
+    assert bool(whole[0]["name"]) == ("nvidia" in name), "device ops where there is a GPU"
+    assert any(count for _, count, _ in whole[2]), "dispatches counted"
+    for events_per_part in (1, 53):
+        monkeypatch.setattr(column_sizes, "CHUNK_EVENTS", events_per_part)
+        try:
+            assert _device_figures(path) == whole
+        finally:
+            monkeypatch.undo()
