@@ -320,7 +320,7 @@ def _module_hlo_ops(module: np.ndarray, hlo: np.ndarray, index: TextIndex) -> np
     if len(both) == 0:
         return out
     texts = index.texts
-    pairs, inverse = unique_rows(np.stack([module[both], hlo[both]], axis=1))
+    pairs, inverse = unique_rows(int64_rows(module[both], hlo[both]))
     codes = np.array([index.code(f"{texts[m]}/{texts[h]}")  # distinct (module, HLO op)
                       for m, h in pairs.tolist()], np.int64)
     out[both] = codes[inverse.ravel()]
@@ -421,7 +421,7 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
     module's library precision."""
     texts = index.texts
     which = np.where(program >= 0, program, module)
-    distinct, inverse = unique_rows(np.stack([which, hlo, kernel], axis=1))
+    distinct, inverse = unique_rows(int64_rows(which, hlo, kernel))
     op_of = np.full(len(distinct), -1, np.int64)
     hlo_of = distinct[:, 1].copy()
     low_of = np.zeros(len(distinct), bool)
@@ -439,6 +439,32 @@ def _from_hlo(hlo_ops: HloInstructions, index: TextIndex, kernel: np.ndarray, hl
         low_of[k] = ins.low_precision
     return _FromHlo(op_of[inverse], hlo_of[inverse], low_of[inverse])
 
+
+
+def _replays(rows: np.ndarray, which: np.ndarray, hlo: np.ndarray, correlation: np.ndarray,
+             start_ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`rows` grouped by replay (module, buffer, correlation id), in start order within one,
+    and the first of each replay. A stream runs one replay's kernels one after another: where
+    the rows are in start order and each replay is one run of them, they stay as they are (no
+    sort of the rows: the runs' keys alone are checked distinct); else by a stable sort of
+    the replays' ranks, or by rank and start. Which replay comes first does not matter: each
+    is paired on its own kernels (`_add_graph_instructions`)."""
+    start = start_ps[rows]
+    in_order = bool(np.all(start[1:] >= start[:-1]))
+    keys = (which[rows], hlo[rows], correlation[rows])
+    if in_order:
+        change = np.zeros(len(rows), bool)
+        change[0] = True
+        for column in keys:
+            change[1:] |= column[1:] != column[:-1]
+        first = np.flatnonzero(change)
+        if len(unique_rows(int64_rows(*(column[first] for column in keys)))[0]) == len(first):
+            return rows, first
+    _, replay_key = unique_rows(int64_rows(*keys))
+    order = (np.argsort(replay_key, kind="stable") if in_order
+             else np.lexsort((start, replay_key)))
+    rows, replay_key = rows[order], replay_key[order]
+    return rows, np.flatnonzero(np.r_[True, replay_key[1:] != replay_key[:-1]])
 
 
 def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index: TextIndex,
@@ -462,16 +488,8 @@ def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index:
     rows = np.flatnonzero(np.isin(hlo, buffers) & (which >= 0) & ~np.isnan(correlation))
     if len(rows) == 0:
         return
-    # Rows by replay (module, buffer, correlation id: one rank each), in start order within
-    # one: a stable sort of the ranks where the line's events are in start order (a stream's
-    # are), else by start too (half the time of a lexsort of the four columns).
-    _, replay_key = unique_rows(int64_rows(which[rows], hlo[rows],
-                                           correlation[rows].astype(np.int64)))
-    start = line.events.start_ps[rows]
-    order = (np.argsort(replay_key, kind="stable") if np.all(start[1:] >= start[:-1])
-             else np.lexsort((start, replay_key)))
-    rows, replay_key = rows[order], replay_key[order]
-    first = np.flatnonzero(np.r_[True, replay_key[1:] != replay_key[:-1]])
+    rows, first = _replays(rows, which, hlo, correlation.astype(np.int64),
+                           line.events.start_ps)
     length = np.diff(np.r_[first, len(rows)])
     replay = np.repeat(np.arange(len(first)), length)  # of each row
     place = np.arange(len(rows)) - first[replay]  # its place in its replay
