@@ -18,7 +18,12 @@ from tb_profile_plugin.analysis.events.forest import PRODUCER_RULE
 from tb_profile_plugin.analysis.hosts.host_analysis import HostAnalysis, analyze
 from tb_profile_plugin.analysis.hosts.host_pool import analyze_files, per_file
 from tb_profile_plugin.analysis.hosts.multi_host import MultiHost, alignment_diagnostics, combine
-from tb_profile_plugin.analysis.ops.op_analysis import OpAnalysis, profile_ops
+from tb_profile_plugin.analysis.ops.kernel_stats import KernelStats
+from tb_profile_plugin.analysis.ops.op_analysis import (
+    OpAnalysis,
+    profile_kernel_stats,
+    profile_ops,
+)
 from tb_profile_plugin.analysis.ops.op_metrics import OpFacts
 from tb_profile_plugin.analysis.steps.breakdown import steps_json
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
@@ -71,6 +76,14 @@ def op_analyses(request: ViewRequest) -> list[OpAnalysis | HostAnalysis]:
     if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
         return list(host_analyses(request).values())
     return [profile_ops(profile) for profile in request.profiles.values()]
+
+
+def kernel_analyses(request: ViewRequest) -> list[KernelStats]:
+    """The kernel statistics of every requested host (`op_analyses`' kernels, without the op
+    tables where the hosts are analysed here)."""
+    if len(request.profiles) > 1 and set(request.paths) >= set(request.profiles):
+        return [a.kernels for a in host_analyses(request).values()]
+    return [profile_kernel_stats(profile) for profile in request.profiles.values()]
 
 
 def single_host(request: ViewRequest, diagnostics: Diagnostics) -> tuple[str, HostAnalysis]:

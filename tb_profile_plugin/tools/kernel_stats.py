@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tb_profile_plugin.analysis.hosts.multi_host import merge_kernel_stats
-from tb_profile_plugin.tools.analysis_views import op_analyses
+from tb_profile_plugin.tools.analysis_views import kernel_analyses
 from tb_profile_plugin.tools.document import Diagnostics, document
 from tb_profile_plugin.tools.view import RunFacts, Table, View, ViewRequest
 
@@ -25,7 +25,7 @@ _PS_PER_US = 1e6
 
 def build(request: ViewRequest) -> dict[str, Any]:
     diagnostics = Diagnostics()
-    stats = merge_kernel_stats([a.kernels for a in op_analyses(request)])
+    stats = merge_kernel_stats(kernel_analyses(request))
     if len(request.profiles) > 1:
         diagnostics.info.append(f"rows are summed over {len(request.profiles)} hosts")
     if not stats.rows:
