@@ -16,9 +16,11 @@ thread.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -79,6 +81,28 @@ def map_lines(function: Callable[[T], R], items: Sequence[T], work: int) -> list
     if failure is not None:
         raise failure
     return results
+
+
+@contextlib.contextmanager
+def beside(function: Callable[[], object], work: int) -> Iterator[None]:
+    """Runs `function` on a pool thread while the caller's block runs, where there is a second
+    thread to run it and `work` (events) is at least `MIN_WORK`, and waits for it at the end of
+    the block; elsewhere it does nothing. For a result the caller reads later and builds
+    itself when it is not there (an error in `function` is left for that build to raise), made
+    by a compiled or numpy pass that releases the GIL. Runs in the caller's context (its
+    request's time budget)."""
+    if threads() < 2 or work < MIN_WORK:
+        yield
+        return
+    context = contextvars.copy_context()
+    future = _executor().submit(context.run, function)
+    try:
+        yield
+    finally:
+        try:
+            future.result()
+        except Exception:  # noqa: BLE001, S110 - the caller's own build raises it
+            pass
 
 
 def _executor() -> ThreadPoolExecutor:

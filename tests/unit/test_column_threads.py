@@ -85,3 +85,62 @@ def test_real_captures_decode_and_index_alike_on_threads(path: Path, threaded: N
     one_thread = decode_xspace(data, pure=False)
     _same(threaded_index, build_index(one_thread))
 
+
+
+def test_beside_runs_on_a_pool_thread_while_the_block_runs(threaded: None) -> None:
+    import contextvars
+
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="")
+    marker.set("the request's")
+    started, seen = threading.Event(), {}
+
+    def work() -> None:
+        seen["thread"] = threading.current_thread().name
+        seen["context"] = marker.get()
+        started.set()
+        time.sleep(0.05)
+        seen["done"] = True
+
+    with column_threads.beside(work, 10):
+        assert started.wait(5)  # (it runs while the block does)
+        assert "done" not in seen
+    assert seen == {"thread": seen["thread"], "context": "the request's", "done": True}
+    assert seen["thread"] != threading.current_thread().name
+
+
+def test_beside_leaves_small_work_and_failures_to_the_caller(
+        threaded: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[int] = []
+    monkeypatch.setattr(column_threads, "MIN_WORK", 100)
+    with column_threads.beside(lambda: ran.append(1), 99):
+        pass
+    assert ran == []
+
+    def fails() -> None:
+        raise ValueError("left for the caller's own build")
+
+    with column_threads.beside(fails, 100):  # (not raised here)
+        pass
+
+
+def test_overview_with_canonical_columns_beside_the_forest_equals_one_thread(
+        threaded: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """host_analysis.analyze builds the canonical columns on a pool thread beside the forest:
+    the documents equal those of one thread, on the real captures with devices."""
+    from tb_profile_plugin.json_text import json_bytes
+    from tb_profile_plugin.tools import registry
+
+    def overview(path: Path) -> bytes:
+        profile = decode_xspace(path.read_bytes())
+        request = registry.ViewRequest("run", "host", {"host": profile}, {})
+        return json_bytes(registry.VIEWS["overview_page"].build(request))
+
+    paths = [p for p in xplane_files() if "nvidia" in str(p) or "keras_fit" in str(p)]
+    assert len(paths) >= 3
+    for path in paths:
+        threaded_doc = overview(path)
+        monkeypatch.setenv(column_threads.THREADS_ENV, "1")
+        try:
+            assert overview(path) == threaded_doc
+        finally:
+            monkeypatch.setenv(column_threads.THREADS_ENV, "3")

@@ -9,6 +9,7 @@ table. Stats are looked up by name and returned as dense per-event columns.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +70,10 @@ class EventTable:
     names: list[str]  # profile-wide unique event names
     _stat_cache: dict[tuple[str, str, int], np.ndarray] = field(default_factory=dict)
     _canonical: CanonicalColumns | None = None
+    #: Held while the canonical columns are built: one build, also when a pool thread builds
+    #: them beside the forest (host_analysis.analyze).
+    _canonical_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
+                                            compare=False)
 
     def __len__(self) -> int:
         return len(self.start_ps)
@@ -207,8 +212,11 @@ class EventTable:
         """Op name, type, HLO op, module and device time of every event (xspace/producers/)."""
         canonical = self._canonical
         if canonical is None:
-            canonical = self._canonical = canonical_columns(self.lines,
-                                                            hlo_instructions(self.profile))
+            with self._canonical_lock:
+                canonical = self._canonical
+                if canonical is None:
+                    canonical = self._canonical = canonical_columns(
+                        self.lines, hlo_instructions(self.profile))
         return canonical
 
     def release_scratch(self) -> None:
