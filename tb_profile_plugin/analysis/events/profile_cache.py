@@ -46,6 +46,17 @@ def release_scratch(profile: Profile) -> None:
         nested.table.release_scratch()
 
 
+def within_build(call: Callable[[], T]) -> T:
+    """`call()` as part of a build running on another thread (column_threads.beside): its
+    outermost `per_profile` build does not release the scratch columns the other thread's
+    build is reading; that build's own end releases them."""
+    _depth.value = getattr(_depth, "value", 0) + 1
+    try:
+        return call()
+    finally:
+        _depth.value -= 1
+
+
 def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
     """`build`, memoised in the profile (see the module docstring)."""
     name = f"{build.__module__}.{build.__qualname__}"

@@ -29,6 +29,7 @@ from tb_profile_plugin.analysis.events.profile_cache import (
     per_profile,
     profile_forest,
     profile_nested,
+    within_build,
 )
 from tb_profile_plugin.analysis.hosts.device_names import device_type_name
 from tb_profile_plugin.analysis.ops.host_hotspots import HostHotspot, host_hotspots
@@ -134,6 +135,9 @@ def analyze(profile: Profile) -> HostAnalysis:
     beside = len(table) if len(table) <= CANONICAL_BESIDE_MAX_EVENTS else 0
     with column_threads.beside(lambda: table.canonical, beside):
         forest = profile_forest(profile)
+    # Likewise the op tables and kernel statistics (which need no steps) beside the steps.
+    with column_threads.beside(lambda: within_build(lambda: profile_ops(profile)), beside):
+        profile_steps(profile)
     analysis = _analyze(profile, forest)
     memory_release.release_now()
     return analysis
