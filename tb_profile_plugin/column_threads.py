@@ -66,7 +66,7 @@ def map_lines(function: Callable[[T], R], items: Sequence[T], work: int) -> list
     and `work` (their events or bytes) is at least `MIN_WORK`. The first exception raised is
     raised here, after every item started has finished (none writes after the return)."""
     count = min(threads(), len(items))
-    if count < 2 or work < MIN_WORK:
+    if count < 2 or work < MIN_WORK or _in_pool():
         return [function(item) for item in items]
     pool = _executor()
     futures = [pool.submit(function, item) for item in items]
@@ -91,7 +91,7 @@ def beside(function: Callable[[], object], work: int) -> Iterator[None]:
     itself when it is not there (an error in `function` is left for that build to raise), made
     by a compiled or numpy pass that releases the GIL. Runs in the caller's context (its
     request's time budget)."""
-    if threads() < 2 or work < MIN_WORK:
+    if threads() < 2 or work < MIN_WORK or _in_pool():
         yield
         return
     context = contextvars.copy_context()
@@ -105,6 +105,15 @@ def beside(function: Callable[[], object], work: int) -> Iterator[None]:
             pass
 
 
+_POOL_PREFIX = "tb-profile-lines"
+
+
+def _in_pool() -> bool:
+    """Whether this is one of the pool's threads: work it hands the pool runs here instead (a
+    pool thread waiting on work queued behind the other threads' waits could wait forever)."""
+    return threading.current_thread().name.startswith(_POOL_PREFIX)
+
+
 def _executor() -> ThreadPoolExecutor:
     """The process' pool, of `threads()` workers (a map of fewer items keeps the rest idle).
     Made again only when `threads()` changed (its setting): the old pool is dropped, not shut
@@ -113,6 +122,6 @@ def _executor() -> ThreadPoolExecutor:
     size = threads()
     with _lock:
         if _pool is None or _pool_size != size:
-            _pool = ThreadPoolExecutor(size, thread_name_prefix="tb-profile-lines")
+            _pool = ThreadPoolExecutor(size, thread_name_prefix=_POOL_PREFIX)
             _pool_size = size
         return _pool

@@ -126,15 +126,18 @@ def test_beside_leaves_small_work_and_failures_to_the_caller(
 def test_overview_with_canonical_columns_beside_the_forest_equals_one_thread(
         threaded: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """host_analysis.analyze builds the canonical columns on a pool thread beside the forest,
-    and the op tables beside the steps: the documents equal those of one thread, on every
-    committed capture (TensorFlow, JAX, NVIDIA, PyTorch)."""
+    and the op tables beside the steps; the TensorFlow stats page its kernel statistics beside
+    the op tables: the documents equal those of one thread, on every committed capture."""
     from tb_profile_plugin.json_text import json_bytes
     from tb_profile_plugin.tools import registry
 
-    def overview(path: Path) -> bytes:
-        profile = decode_xspace(path.read_bytes())
-        request = registry.ViewRequest("run", "host", {"host": profile}, {})
-        return json_bytes(registry.VIEWS["overview_page"].build(request))
+    def overview(path: Path) -> bytes:  # (and the TensorFlow stats page on its own)
+        pages = []
+        for name in ("overview_page", "tensorflow_stats"):
+            profile = decode_xspace(path.read_bytes())
+            request = registry.ViewRequest("run", "host", {"host": profile}, {})
+            pages.append(json_bytes(registry.VIEWS[name].build(request)))
+        return b"\n".join(pages)
 
     paths = xplane_files()
     assert len(paths) >= 10
@@ -145,3 +148,19 @@ def test_overview_with_canonical_columns_beside_the_forest_equals_one_thread(
             assert overview(path) == threaded_doc
         finally:
             monkeypatch.setenv(column_threads.THREADS_ENV, "3")
+
+
+def test_work_handed_to_the_pool_from_a_pool_thread_runs_there(threaded: None) -> None:
+    """A pool thread waiting on work queued behind the other pool threads' could wait forever:
+    from a pool thread, map_lines and beside run on the calling thread."""
+    def inner() -> tuple[list[str], list[str]]:
+        here = threading.current_thread().name
+        mapped = column_threads.map_lines(lambda _: threading.current_thread().name,
+                                          [1, 2, 3], 10)
+        ran: list[str] = []
+        with column_threads.beside(lambda: ran.append("ran"), 10):
+            pass
+        return [here], mapped + ran
+
+    here, seen = column_threads.map_lines(lambda _: inner(), [0, 1], 10)[0]
+    assert seen[:3] == here * 3 and seen[3:] == []

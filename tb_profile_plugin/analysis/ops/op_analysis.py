@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_nested
+from tb_profile_plugin import column_threads
+from tb_profile_plugin.analysis.events.profile_cache import (
+    per_profile,
+    profile_nested,
+    within_build,
+)
 from tb_profile_plugin.analysis.ops.kernel_stats import KernelStats, build_kernel_stats
 from tb_profile_plugin.analysis.ops.op_metrics import OpMetrics, build_op_tables
 from tb_profile_plugin.xspace.model import Profile
@@ -37,8 +42,18 @@ profile_kernel_stats = per_profile(_build_kernel_stats)
 def _build_ops(profile: Profile) -> OpAnalysis:
     nested = profile_nested(profile)
     table = nested.table
-    return OpAnalysis(build_op_tables(table, nested.nesting.parent), profile_kernel_stats(profile),
-                      bool(table.on_device.any()))
+    # The kernel statistics on a second thread while this one builds the op tables (the
+    # TensorFlow stats page; up to `OPS_BESIDE_MAX_EVENTS`, where memory is not the bound).
+    _ = table.canonical  # (read by both: built first, once)
+    beside = len(table) if len(table) <= OPS_BESIDE_MAX_EVENTS else 0
+    with column_threads.beside(lambda: within_build(lambda: profile_kernel_stats(profile)),
+                               beside):
+        tables = build_op_tables(table, nested.nesting.parent)
+    return OpAnalysis(tables, profile_kernel_stats(profile), bool(table.on_device.any()))
+
+
+#: Events up to which the kernel statistics are built beside the op tables (`_build_ops`).
+OPS_BESIDE_MAX_EVENTS = 4_000_000
 
 
 #: The op tables and kernel statistics of `profile`.
