@@ -496,11 +496,10 @@ def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index:
     # Replays that ran the same kernels are paired once: grouped by module, length and two
     # hashes of their kernels (numpy over the rows), each member then checked equal to its
     # group's first replay, kernel by kernel; a replay that is not (a collision) is its own.
-    rng = np.random.default_rng(0x7B)
-    weights = rng.integers(1, 2**62, size=(2, int(length.max())), dtype=np.int64)
     codes = kernel[rows].astype(np.int64) + 2
     with np.errstate(over="ignore"):
-        hashes = [np.add.reduceat(codes * w[place], first) for w in weights]
+        hashes = [np.add.reduceat(codes * w[place], first)
+                  for w in _place_weights(int(length.max()))]
     signature = np.stack([which[rows[first]], length, *hashes], axis=1)
     _, leader, group = np.unique(signature, axis=0, return_index=True, return_inverse=True)
     by_first = np.argsort(leader)  # groups in the order their first replay comes
@@ -531,10 +530,21 @@ def _add_graph_instructions(from_hlo: _FromHlo, hlo_ops: HloInstructions, index:
         low_at[at] = [ins.low_precision for ins in instructions]
     at = offset[group[replay]] + place
     paired = op_at[at] != -2
-    events = rows[paired]
-    from_hlo.op_name[events] = op_at[at[paired]]
-    from_hlo.hlo_op[events] = name_at[at[paired]]
-    from_hlo.low_precision[events] = low_at[at[paired]]
+    events, at = rows[paired], at[paired]
+    from_hlo.op_name[events] = op_at[at]
+    from_hlo.hlo_op[events] = name_at[at]
+    from_hlo.low_precision[events] = low_at[at]
+
+
+def _place_weights(places: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two odd int64 weights per place in a replay, for hashes of its kernels (a multiplicative
+    hash of the place: any two replays a hash merges are told apart by the check of every
+    kernel, so its quality moves only the time)."""
+    place = np.arange(1, places + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        first = place * np.uint64(0x9E3779B97F4A7C15)
+        second = (first ^ (first >> np.uint64(29))) * np.uint64(0xBF58476D1CE4E5B9)
+    return (first | np.uint64(1)).view(np.int64), (second | np.uint64(1)).view(np.int64)
 
 
 _MODULE_WITH_ID = re.compile(r"^(.*)\((-?\d+)\)$")
