@@ -25,6 +25,11 @@ from functools import cache
 import numpy as np
 
 from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_forest
+from tb_profile_plugin.analysis.steps.core_step_dbs import (
+    core_step_dbs,
+    host_step_db,
+    planes_with_device_events,
+)
 from tb_profile_plugin.analysis.steps.execution_steps import RULE as EXECUTION_RULE
 from tb_profile_plugin.analysis.steps.execution_steps import execution_steps, not_a_loop
 from tb_profile_plugin.analysis.steps.step_db import StepDb, build_step_db, classify
@@ -58,10 +63,16 @@ def _build_profile_steps(profile: Profile) -> ProfileSteps:
     # PyTorch: a step is its ProfilerStep#N host range, every one (docs/pytorch.md "Steps").
     host_ranges = is_kineto_profile(profile)
 
+    # (host begin, host end, device begin, device end) per group, where core_step_dbs has them
+    markers: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
     @cache
     def grouped_steps() -> StepDb:  # (the grouped types again: one byte per event less kept)
         grouped = np.where(forest.group_id >= 0, every_type, -1)
-        return build_step_db(forest, (grouped, on_device, has_device), host_ranges=host_ranges)
+        classified = (grouped, on_device, has_device)
+        found = host_step_db(forest, classified, host_ranges, markers[0] if markers else None)
+        return found if found is not None else build_step_db(
+            forest, classified, host_ranges=host_ranges, markers=markers[0] if markers else None)
 
     build_steps: Callable[[], StepDb] = grouped_steps
     executions = profile_executions(profile)
@@ -83,15 +94,27 @@ def _build_profile_steps(profile: Profile) -> ProfileSteps:
             if own_steps is not None:
                 core_steps.append((name, own_steps.steps))
     else:
+        # A GPU holding every device event shares the host's database (the same inputs); the
+        # others' own databases are built together where the compiled sweep is
+        # (core_step_dbs.py), else one by one.
+        device_planes = planes_with_device_events(table)
+        own_planes = [index for index, _ in gpus if device_planes - {index}]
+        together = core_step_dbs(forest, (types, on_device, has_device), own_planes,
+                                 host_ranges)
+        built = {}
+        if together is not None:
+            built = dict(zip(own_planes, together.dbs, strict=True))
+            markers.append(together.host_markers)
         for index, name in gpus:
-            elsewhere = on_device & (table.plane_index != index)  # other devices' events
-            if not elsewhere.any():  # one GPU: its steps are the host's (the same inputs)
+            if index not in own_planes:
                 core_steps.append((name, build_steps()))
-                continue
-            own = types.copy()
-            own[elsewhere] = -1
-            core_steps.append((name, build_step_db(forest, (own, on_device, has_device),
-                                                   host_ranges=host_ranges)))
+            elif index in built:
+                core_steps.append((name, built[index]))
+            else:
+                own = types.copy()
+                own[on_device & (table.plane_index != index)] = -1  # other devices' events
+                core_steps.append((name, build_step_db(forest, (own, on_device, has_device),
+                                                       host_ranges=host_ranges)))
     return ProfileSteps(tuple(core_steps), root_rule, step_module, no_loop, every_type,
                         has_device, build_steps)
 

@@ -28,7 +28,12 @@ import numpy as np
 from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.events.table import EventTable
-from tb_profile_plugin.analysis.steps.step_db import union_per_group, union_sorted
+from tb_profile_plugin.analysis.steps.step_db import (
+    _signed,
+    compiled_sweep,
+    union_per_group,
+    union_sorted,
+)
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import (
     CORRELATION_ID_STAT,
@@ -40,6 +45,11 @@ from tb_profile_plugin.xspace.producers import (
     module_display_name,
 )
 from tb_profile_plugin.xspace.unique_rows import unique_ints, unique_rows
+
+try:  # the optional compiled sweep (as step_db.py)
+    from tb_profile_plugin.analysis.steps import _step_sweep  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - exercised where no compiler built it
+    _step_sweep = None
 
 #: "No run id / no call" in run-id columns: XLA writes run ids as int32, often negative.
 NO_RUN = np.iinfo(np.int64).min
@@ -97,6 +107,11 @@ def _execution_runs(module: np.ndarray, run_id: np.ndarray, group: np.ndarray,
     with_run_id = bool(np.any(run_id[in_module] != NO_RUN))
     seq = by_time[in_module[by_time]] if with_run_id else by_time
     cols = (module, run_id, group) if with_run_id else (module, group)
+    if compiled_sweep():  # (one pass over the rows in order: no gathered copy per column)
+        new = np.empty(len(seq), bool)
+        _step_sweep.run_starts(np.ascontiguousarray(seq, np.int64), new,
+                               tuple(_signed(col) for col in cols))
+        return seq, new
     new = np.zeros(len(seq), bool)
     new[0] = True
     for col in cols:
@@ -118,7 +133,7 @@ def xla_executions(table: EventTable) -> Executions:
         own = _module_line_executions(table, plane_index, names)
         if own is None:
             own = _derived_executions(table, plane_index, canon.module, canon.texts, names,
-                                      calls)
+                                      calls, on_device)
         parts.append((plane_index, *own))
     plane = np.concatenate([np.full(len(p[1]), p[0], np.int64) for p in parts]) \
         if parts else np.zeros(0, np.int64)
@@ -185,17 +200,19 @@ def _module_line_executions(table: EventTable, plane_index: int, names: TextInde
 
 
 def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
-                        texts: list[str], names: TextIndex, calls: list[np.ndarray]
+                        texts: list[str], names: TextIndex, calls: list[np.ndarray],
+                        on_device: np.ndarray | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(module code, begin, end) of the executions told by the plane's events' modules.
-    `calls`: empty, or [_host_calls(table)] (filled here on first need)."""
+    `calls`: empty, or [_host_calls(table)] (filled here on first need); `on_device`:
+    `table.on_device` where the caller has it."""
     rows = _plane_rows(table, plane_index)
     start_ps, plane_module = table.start_ps[rows], module[rows]
     by_time = np.argsort(start_ps, kind="stable")  # (= lexsort with positions)
     run_id = _plane_int_stat(table, "run_id", rows, NO_RUN)
     if not np.any(run_id[plane_module >= 0] != NO_RUN):
         if not calls:
-            calls.append(_host_calls(table))
+            calls.append(_host_calls(table, on_device))
         run_id = calls[0][rows]
     runs = _execution_runs(plane_module, run_id, table.int_stat(GROUP_ID_STAT)[rows], by_time)
     if runs is None:
@@ -247,13 +264,13 @@ def _plane_int_stat(table: EventTable, stat_name: str, rows: slice | np.ndarray,
     return table.int_stat(stat_name, fill)[rows]
 
 
-def _host_calls(table: EventTable) -> np.ndarray:
+def _host_calls(table: EventTable, on_device: np.ndarray | None = None) -> np.ndarray:
     """Per event: the host-side call (of its own module) holding its launch, or NO_RUN.
 
     Calls are the host execution events (`host_execution_module`), overlapping ones of one
     module merged; a device event finds its launch by `correlation_id` (the first launch by
     event order where several carry one id) and the call by the launch's start time. Call ids
-    are unique across modules.
+    are unique across modules. `on_device`: `table.on_device` where the caller has it.
     """
     out = np.full(len(table), NO_RUN, np.int64)
     module_of_name = [host_execution_module(name) for name in table.names]
@@ -262,7 +279,7 @@ def _host_calls(table: EventTable) -> np.ndarray:
     canon = table.canonical
     # Read here alone (the step types read a mask of it): not kept through the analyses.
     correlation = table.int_stat(CORRELATION_ID_STAT, keep=False)
-    on_device = table.on_device
+    on_device = table.on_device if on_device is None else on_device
     modules = sorted({m for m in module_of_name if m})  # per module, not per event
     # Module (index into `modules`, -1 none) of each canonical module code and of each name.
     module_index = {module: k for k, module in enumerate(modules)}
@@ -324,7 +341,14 @@ def _kernel_calls_by_table(out: np.ndarray, call_of_id: np.ndarray, low: int, si
     entry in `call_of_id` (`index_of_code`: per canonical module code, the index of its
     calls' module, -1 none). A part of
     events at a time: the temporaries stay small and warm (whole-column temporaries of 10M
-    events cost more in fresh pages than in work)."""
+    events cost more in fresh pages than in work); one compiled pass where the sweep is built
+    (10M events: 0.12 -> 0.02 s)."""
+    if compiled_sweep():  # (one pass, no temporaries: analysis/steps/_step_sweep.c)
+        _step_sweep.kernel_calls(out, np.ascontiguousarray(call_of_id, np.int64), low, size,
+                                 np.ascontiguousarray(correlation, np.int64),
+                                 np.ascontiguousarray(on_device, np.bool_),
+                                 _signed(module), np.ascontiguousarray(index_of_code, np.int32))
+        return
     chunk = max(1, column_sizes.CHUNK_EVENTS // 4)
     for lo in range(0, len(out), chunk):
         hi = min(lo + chunk, len(out))
@@ -405,12 +429,19 @@ def _busy(table: EventTable, event_execution: np.ndarray, plane: np.ndarray,
 
 def _assign(table: EventTable, on_device: np.ndarray, plane: np.ndarray, begin: np.ndarray,
             end: np.ndarray) -> np.ndarray:
-    """Per event: the execution on its plane whose [begin, end) holds its start, else -1."""
+    """Per event: the execution on its plane whose [begin, end) holds its start, else -1.
+    Where the sweep is built, a walk along each line's rising starts (no binary search per
+    event: 10M events, 0.15 -> 0.03 s)."""
     out = np.full(len(table), -1, np.int32)  # (executions number far below 2^31)
     for plane_index in np.unique(plane).tolist():  # per device plane, not per event
         lo, hi = np.searchsorted(plane, [plane_index, plane_index + 1])
         rows = _plane_rows(table, plane_index)  # (a device plane: every event on device)
         start = table.start_ps[rows]
+        if compiled_sweep() and isinstance(rows, slice):  # a walk over each line's starts
+            _step_sweep.assign(np.ascontiguousarray(start, np.int64),
+                               np.ascontiguousarray(begin[lo:hi], np.int64),
+                               np.ascontiguousarray(end[lo:hi], np.int64), int(lo), out[rows])
+            continue
         found = np.searchsorted(begin[lo:hi], start, side="right") - 1
         inside = (found >= 0) & (start < end[lo:hi][np.maximum(found, 0)])
         if isinstance(rows, slice):

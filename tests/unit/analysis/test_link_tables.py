@@ -109,6 +109,9 @@ def test_host_calls_are_the_same_by_table_sort_and_parts(
     assert np.count_nonzero(by_table != executions_module.NO_RUN) == 1 + 3 * 3 * gpus
     monkeypatch.setattr(column_sizes, "CHUNK_EVENTS", 4)
     assert executions_module._host_calls(table).tolist() == by_table.tolist()
+    with monkeypatch.context() as numpy_parts:  # (the table's numpy parts, not one pass)
+        numpy_parts.setenv("TB_PROFILE_PURE_STEPS", "1")
+        assert executions_module._host_calls(table).tolist() == by_table.tolist()
     monkeypatch.setattr(executions_module, "_DENSE_IDS_SLACK", -(2**62))  # always sorted
     assert executions_module._host_calls(table).tolist() == by_table.tolist()
 
