@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin import column_threads
+from tb_profile_plugin import column_threads, memory_release
 from tb_profile_plugin.analysis.events.profile_cache import release_scratch
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.request_budget import checkpoint
@@ -53,6 +53,7 @@ from tb_profile_plugin.trace.derived import (
     derive_tracks,
 )
 from tb_profile_plugin.trace.lod import levels_of, summarise
+from tb_profile_plugin.trace.max_ends import RunningMaxEnds
 from tb_profile_plugin.xspace.model import EventMetadataTable, Line, Plane, Profile
 from tb_profile_plugin.xspace.producers import (
     LineKind,
@@ -263,22 +264,12 @@ class TraceIndex:
         return max_end
 
     @property
-    def overlapping_max_ends(self) -> tuple[np.ndarray, np.ndarray]:
-        """(running-max ends of the overlapping segments' events, one after another; per
-        segment where its own begin in that array), built on first use."""
-        built: tuple[np.ndarray, np.ndarray] = self.lazy("overlapping_max_ends",
-                                                         self._overlapping_max_ends)
+    def running_max_ends(self) -> RunningMaxEnds:
+        """The running maximum of ends of the overlapping segments' events, per block of 64
+        (trace/max_ends.py: 1/64 of an int64 per event), built on first use."""
+        built: RunningMaxEnds = self.lazy("running_max_ends", lambda: RunningMaxEnds(
+            self.end_ps, self.segment_bounds, self.segment_disjoint))
         return built
-
-    def _overlapping_max_ends(self) -> tuple[np.ndarray, np.ndarray]:
-        sizes = np.where(self.segment_disjoint, 0, np.diff(self.segment_bounds))
-        at = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        max_end = np.empty(int(sizes.sum()), np.int64)
-        for s in np.flatnonzero(sizes).tolist():  # a loop per overlapping (track, depth)
-            here = max_end[at[s] : at[s] + sizes[s]]
-            np.maximum.accumulate(self.end_ps[self.segment_bounds[s] : self.segment_bounds[s + 1]],
-                                  out=here)
-        return max_end, at
 
     def track_of(self, event_ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.track_bounds, event_ids, "right") - 1
@@ -432,6 +423,7 @@ def build_index(profile: Profile) -> TraceIndex:
     # The derived tracks are made: the analyses' canonical and stat columns (~40 bytes per
     # event) are not held while the index's columns are assembled beside them.
     release_scratch(profile)
+    memory_release.release_now()  # (what they freed is in glibc's heaps: given back now)
     return _assemble(profile, per_process, list(names.index), lines)
 
 
@@ -499,15 +491,18 @@ def _assemble(
                 at_derived += size
             placements.append((t, slice(at, at + size), derived_here))
             at += size
-    outputs = _Outputs(start_ps, end_ps, name_id, source_row, derived_source_line)
+    outputs = _Outputs(start_ps, end_ps, name_id, source_row, derived_source_line,
+                       _Releaser())
     checkpoint()
     counts_of = iter(column_threads.map_lines(
         lambda placement: _place_track(*placement, outputs), placements, n))
+    memory_release.release_now()  # what the last tracks placed gave back
+    sizes_of = iter([p[1].stop - p[1].start for p in placements])
     for pid, (plane, p_index, tracks) in enumerate(per_process, start=1):
         threads = []
         for tid, t in enumerate(tracks, start=1):
             counts = next(counts_of)
-            size = len(t.start_ps)
+            size = next(sizes_of)
             if len(counts) > MAX_TRACK_DEPTH + 1:
                 raise UnreadableProfile(
                     f"thread {t.name!r} of {plane.name!r} nests its events "
@@ -515,7 +510,7 @@ def _assemble(
                     f"{MAX_TRACK_DEPTH:,} (a profiler writes no such nesting for real code: "
                     "identical or zero-length events inside one another); the other views "
                     "read this host")
-            track_source_line.append(t.source_line if isinstance(t.source_line, int) else -1)
+            track_source_line.append(-1 if t.derived else t.source_line)  # type: ignore[arg-type]
             thread = Thread(tid, t.name, tid - 1, len(counts) - 1 if size else 0,
                             size, len(flat), t.derived)
             threads.append(thread)
@@ -570,6 +565,46 @@ class _Outputs:
     name_id: np.ndarray
     source_row: np.ndarray
     derived_source_line: np.ndarray
+    releaser: _Releaser
+
+
+class _Releaser:
+    """Gives the heap back to the system each time the placed tracks' own arrays freed
+    `RELEASE_BYTES` more (`memory_release.release_now`): a derived track's columns (~28 bytes
+    per row, 15M rows at a 10M-event capture) are below glibc's mmap threshold, so what they
+    free stays in the heap, where the index's fresh columns (mmapped) do not reuse it; freed
+    and given back as each track is placed, they make room for the columns being written."""
+
+    RELEASE_BYTES = 64 << 20
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._freed = 0
+
+    def freed(self, nbytes: int) -> None:
+        with self._lock:
+            self._freed += nbytes
+            if self._freed < self.RELEASE_BYTES:
+                return
+            self._freed = 0
+        memory_release.release_now()
+
+
+_NO_EVENTS = np.zeros(0, np.int64)
+
+
+def _release(t: _Track, out: _Outputs) -> None:
+    """Drops the placed track's own arrays (the index's columns hold its events now); views
+    of the profile's columns (a line's starts and durations) free nothing."""
+    nbytes = sum(int(a.nbytes) for a in (t.start_ps, t.end_or_duration_ps, t.name_id,
+                                          t.source_row, t.source_line)
+                 if isinstance(a, np.ndarray) and a.base is None)
+    t.start_ps = t.end_or_duration_ps = t.name_id = _NO_EVENTS
+    if t.source_row is not None:
+        t.source_row = _NO_EVENTS
+    if not isinstance(t.source_line, int):
+        t.source_line = _NO_EVENTS
+    out.releaser.freed(nbytes)
 
 
 def _place_track(t: _Track, here: slice, derived_here: slice | None,
@@ -597,4 +632,6 @@ def _place_track(t: _Track, here: slice, derived_here: slice | None,
             out.source_row[here] = order
     else:
         out.source_row[here] = t.source_row[order]
+    del order
+    _release(t, out)
     return counts

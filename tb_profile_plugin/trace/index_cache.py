@@ -248,7 +248,7 @@ def prefetch(index: TraceIndex) -> None:
         try:
             for name in _WINDOW_COLUMNS:
                 index.columns.get(name)
-            index.overlapping_max_ends  # noqa: B018 - built and kept with the index
+            index.running_max_ends  # noqa: B018 - built and kept with the index
             index.lod_levels  # noqa: B018
         except Exception:  # noqa: BLE001 - a window reads them itself
             logger.exception("trace index prefetch failed")

@@ -55,7 +55,7 @@ from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.index import TraceIndex
 from tb_profile_plugin.trace.index_cache import trace_index
-from tb_profile_plugin.trace.lod import segments_view
+from tb_profile_plugin.trace.lod import scan_ranges, segments_view
 from tb_profile_plugin.trace.visible import (  # noqa: F401  (DensityBlocks: the answer's type)
     NO_BLOCKS,
     DensityBlocks,
@@ -272,10 +272,8 @@ def split_at_parents(index: TraceIndex, blocks: DensityBlocks, ids: np.ndarray,
     disjoint = index.segment_disjoint[piece_seg]
     piece_end = ends[last].copy()
     if not disjoint.all():
-        max_end, at = index.overlapping_max_ends
         over = ~disjoint
-        bounds = index.segment_bounds
-        piece_end[over] = max_end[at[piece_seg[over]] + last[over] - bounds[piece_seg[over]]]
+        piece_end[over] = index.running_max_ends.at(piece_seg[over], last[over])
     # Clipped to the block, and never past the next edge.
     end = np.where(split, np.minimum(np.minimum(piece_end, blocks.end_ps[block]), piece_to),
                    blocks.end_ps[block])
@@ -412,11 +410,8 @@ def _candidate_ranges(index: TraceIndex, a_ps: int, b_ps: int) -> tuple[np.ndarr
         disjoint = index.segment_disjoint
         lo[disjoint] = _search(index.end_ps, first[disjoint], last[disjoint], a_ps, "left")
         if not disjoint.all():  # running-max ends, kept for the overlapping segments only
-            max_end, at = index.overlapping_max_ends
-            overlapping = ~disjoint
-            lo[overlapping] = first[overlapping] - at[overlapping] + _search(
-                max_end, at[overlapping], at[overlapping] + last[overlapping]
-                - first[overlapping], a_ps, "left")
+            overlapping = np.flatnonzero(~disjoint)
+            lo[overlapping] = index.running_max_ends.first_reaching(overlapping, a_ps)
         hi = _search(starts, first, last, b_ps, "right")
     else:  # very many (track, depth) rows: count per segment in one pass over the events
         lo = bounds[:-1] + _count_per_segment(index.max_end_ps < a_ps, bounds)
@@ -557,14 +552,25 @@ def _visible_events(
             counts > max(_LOD_EVENTS_PER_COLUMN * resolution, _LOD_MIN_EVENTS))
     else:
         lod = np.zeros(len(counts), bool)
-    ids, segment = _overlapping(index, lo, np.where(lod, 0, counts), a_ps)
     # every candidate of a disjoint segment overlaps the window
-    total = len(ids) + int(counts[lod].sum())
+    lod_total = int(counts[lod].sum())
+    scanned = None
+    if pixel_ps > 1.0 and int(counts.sum()) > unfiltered_max_events:
+        scanned = _compiled_scan(index, lo, np.where(lod, 0, counts), a_ps, b_ps,
+                                  pixel_ps)
+    if scanned is None or scanned[0] + lod_total <= unfiltered_max_events:
+        ids, segment = _overlapping(index, lo, np.where(lod, 0, counts), a_ps)
+        total = len(ids) + lod_total
+    else:
+        total = scanned[0] + lod_total
     num_filtered = 0
     blocks = NO_BLOCKS
     checkpoint()
     if pixel_ps > 1.0 and total > unfiltered_max_events:
-        ids, segment, blocks = _scan(index, ids, segment, a_ps, pixel_ps)
+        if scanned is not None:
+            ids, segment, blocks = scanned[1:]
+        else:
+            ids, segment, blocks = _scan(index, ids, segment, a_ps, pixel_ps)
         checkpoint()
         if lod.any():
             more_ids, more_segment, more_blocks = _by_level_of_detail(
@@ -589,6 +595,28 @@ def _visible_events(
     ids = ids[order]
     return Visible(ids, num_filtered, blocks, start[order], index.end_ps[ids],
                    index.name_id[ids], index.name_id[blocks.first_id], segment[order])
+
+
+def _compiled_scan(
+    index: TraceIndex, lo: np.ndarray, counts: np.ndarray, a_ps: int, b_ps: int,
+    pixel_ps: float,
+) -> tuple[int, np.ndarray, np.ndarray, DensityBlocks] | None:
+    """(overlapping events, then `_scan`'s answer) for the candidates [lo, lo + counts) of
+    each segment, from the compiled pass (`lod.scan_ranges`: the candidates are read once,
+    not gathered); None where it is not built (then `_overlapping` and `_scan`)."""
+    segments = np.flatnonzero(counts > 0)
+    first = lo[segments].astype(np.int64)
+    scanned = scan_ranges(index.start_ps, index.end_ps, index.block_max_ps, first,
+                          first + counts[segments], a_ps, b_ps, pixel_ps)
+    if scanned is None:
+        return None
+    kept_segment = segments[np.searchsorted(first, scanned.kept, "right") - 1]
+    if len(scanned.block_first) == 0:
+        return scanned.overlapping, scanned.kept, kept_segment.astype(np.int64), NO_BLOCKS
+    block_segment = segments[np.searchsorted(first, scanned.block_first, "right") - 1]
+    return scanned.overlapping, scanned.kept, kept_segment.astype(np.int64), DensityBlocks(
+        block_segment.astype(np.int64), index.start_ps[scanned.block_first],
+        scanned.block_end_ps, scanned.block_count, scanned.block_first)
 
 
 def _shallow_or_wide(index: TraceIndex, ids: np.ndarray, segment: np.ndarray,
