@@ -183,8 +183,8 @@ def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
 
 def _tuple_key(*columns: np.ndarray) -> np.ndarray:
     """One dense int64 key per distinct tuple of `columns` (-1 is a value like any other)."""
-    _, inverse = unique_rows(np.stack(columns, axis=1))
-    return inverse.astype(np.int64)
+    _, inverse = unique_rows(int64_rows(*columns))  # (column order: contiguous key passes)
+    return inverse.astype(np.int64, copy=False)
 
 
 def _spans(table: EventTable, key: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ...]:
