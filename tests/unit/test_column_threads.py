@@ -164,3 +164,14 @@ def test_work_handed_to_the_pool_from_a_pool_thread_runs_there(threaded: None) -
 
     here, seen = column_threads.map_lines(lambda _: inner(), [0, 1], 10)[0]
     assert seen[:3] == here * 3 and seen[3:] == []
+
+
+def test_beside_leaves_work_past_its_bound_to_the_caller(threaded: None) -> None:
+    """Past `BESIDE_MAX_WORK` events two stages side by side would be the peak: one thread."""
+    ran: list[int] = []
+    with column_threads.beside(lambda: ran.append(1), column_threads.BESIDE_MAX_WORK + 1):
+        pass
+    assert ran == []
+    with column_threads.beside(lambda: ran.append(1), column_threads.BESIDE_MAX_WORK):
+        pass
+    assert ran == [1]

@@ -114,10 +114,6 @@ class HostAnalysis:
     pytorch: PytorchFacts | None = None
 
 
-#: Events up to which the canonical columns are built beside the forest (`analyze`).
-CANONICAL_BESIDE_MAX_EVENTS = 4_000_000
-
-
 @per_profile
 def analyze(profile: Profile) -> HostAnalysis:
     """The analysis of a decoded profile, from its shared event forest.
@@ -130,13 +126,12 @@ def analyze(profile: Profile) -> HostAnalysis:
     # The canonical columns (the steps' and op tables' first need) are built on a second
     # thread while this one builds the forest: both are numpy and compiled passes over
     # every event, independent of each other (8-GPU 2M-event capture: overview 1.6-1.8 ->
-    # 1.5-1.7 s, peak +50 MB). Not past `CANONICAL_BESIDE_MAX_EVENTS`: there the two
-    # passes' temporaries together would be the analysis' peak (10M events: +290 MB).
-    beside = len(table) if len(table) <= CANONICAL_BESIDE_MAX_EVENTS else 0
-    with column_threads.beside(lambda: table.canonical, beside):
+    # 1.5-1.7 s); up to `column_threads.BESIDE_MAX_WORK` events.
+    with column_threads.beside(lambda: table.canonical, len(table)):
         forest = profile_forest(profile)
     # Likewise the op tables and kernel statistics (which need no steps) beside the steps.
-    with column_threads.beside(lambda: within_build(lambda: profile_ops(profile)), beside):
+    with column_threads.beside(lambda: within_build(lambda: profile_ops(profile)),
+                               len(table)):
         profile_steps(profile)
     analysis = _analyze(profile, forest)
     memory_release.release_now()

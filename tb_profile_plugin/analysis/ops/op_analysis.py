@@ -43,17 +43,12 @@ def _build_ops(profile: Profile) -> OpAnalysis:
     nested = profile_nested(profile)
     table = nested.table
     # The kernel statistics on a second thread while this one builds the op tables (the
-    # TensorFlow stats page; up to `OPS_BESIDE_MAX_EVENTS`, where memory is not the bound).
+    # TensorFlow stats page; up to `column_threads.BESIDE_MAX_WORK` events).
     _ = table.canonical  # (read by both: built first, once)
-    beside = len(table) if len(table) <= OPS_BESIDE_MAX_EVENTS else 0
     with column_threads.beside(lambda: within_build(lambda: profile_kernel_stats(profile)),
-                               beside):
+                               len(table)):
         tables = build_op_tables(table, nested.nesting.parent)
     return OpAnalysis(tables, profile_kernel_stats(profile), bool(table.on_device.any()))
-
-
-#: Events up to which the kernel statistics are built beside the op tables (`_build_ops`).
-OPS_BESIDE_MAX_EVENTS = 4_000_000
 
 
 #: The op tables and kernel statistics of `profile`.
