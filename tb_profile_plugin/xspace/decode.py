@@ -209,6 +209,7 @@ class _LineBudget:
                 self._in_flight -= size
                 self._ready.notify_all()
 
+
 #: Stats per event from which a line walked as rows has them coded densely (`_decode_line`):
 #: a TensorFlow host thread's events carry 0.5-1.5 (coding them saved ~7 bytes an event and
 #: cost 40% of the decode); a GPU stream's 5-13, a JAX launch thread's 2-4.
