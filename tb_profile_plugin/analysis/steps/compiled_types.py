@@ -6,7 +6,7 @@ or its HLO instruction's 16-bit compute, XLA's transfers and their waits, collec
 HLO op or category; a host event's by its name, a launch's compute becoming kernel launch
 (0.23 s of a 10M-event 8-GPU capture's step analysis). Here each rule is a small table (per
 name, per shape text, per canonical text: bits) and one compiled pass reads them per event
-(analysis/steps/_step_sweep.c `event_types`): the same types, event for event
+(analysis/steps/_step_*.c `event_types`): the same types, event for event
 (tests/unit/analysis/test_compiled_types.py).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from tb_profile_plugin.analysis.events.table import EventTable
+from tb_profile_plugin.analysis.steps.compiled_sweep import sweep
 from tb_profile_plugin.xspace.producers import (
     CORRELATION_ID_STAT,
     is_collective,
@@ -22,15 +23,10 @@ from tb_profile_plugin.xspace.producers import (
     is_transfer_wait,
 )
 
-try:  # the optional compiled sweep (as step_db.py)
-    from tb_profile_plugin.analysis.steps import _step_sweep  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - exercised where no compiler built it
-    _step_sweep = None
-
 
 def compiled_types(table: EventTable, host_types: np.ndarray, device_types: np.ndarray,
                     has_device: bool) -> np.ndarray:
-    """step_db.py `_numpy_types` in one compiled pass (`_step_sweep.event_types`): the
+    """step_db.py `_numpy_types` in one compiled pass (`event_types`): the
     per-name, per-shape and per-text rules become small tables, read once per event. Only
     where the compiled sweep is built (step_db.py `compiled_sweep`)."""
     types = np.empty(len(table), np.int8)
@@ -49,7 +45,7 @@ def compiled_types(table: EventTable, host_types: np.ndarray, device_types: np.n
                                | is_collective(text) << 2 for text in canon.texts] + [0],
                               np.uint8)
         name_collective = table.names_matching(is_collective).astype(np.uint8)
-    _step_sweep.event_types(np.ascontiguousarray(table.name_id),
+    sweep().event_types(np.ascontiguousarray(table.name_id),
                             np.ascontiguousarray(table.plane_index),
                             table.accelerator_planes.astype(np.uint8), launch, shape,
                             shape_half, low, hlo_op, op_type, text_class, host_types,

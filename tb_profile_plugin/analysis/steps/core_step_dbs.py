@@ -7,7 +7,7 @@ types -1). Built one by one, each database pays a pass over every event for its 
 types, and gathers and sorts every group's host events again: at 2M events on 8 GPUs, 8 x 4
 passes over the events and the host's 300k events sorted 8 times (0.13 s of 0.25 s).
 
-Where the compiled sweep is built (analysis/steps/_step_sweep.c), the same databases come from:
+Where the compiled sweep is built (analysis/steps/_step_*.c), the same databases come from:
 - the host markers, found once: the host's events are in every database alike;
 - one table of (group, plane) spans (`core_spans` once over every plane): a GPU's database
   holds its own plane's device events only, so its device marker is its own cell (and the
@@ -35,6 +35,7 @@ import numpy as np
 
 from tb_profile_plugin.analysis.events.forest import Forest
 from tb_profile_plugin.analysis.events.table import EventTable
+from tb_profile_plugin.analysis.steps.compiled_sweep import compiled_sweep, sweep
 from tb_profile_plugin.analysis.steps.step_db import (
     NUM_TYPES,
     StepDb,
@@ -42,16 +43,10 @@ from tb_profile_plugin.analysis.steps.step_db import (
     _device_markers,
     _longest_of_cells,
     _signed,
-    compiled_sweep,
     host_markers,
     step_db_of_unions,
     step_spans,
 )
-
-try:  # the optional compiled sweep (as step_db.py)
-    from tb_profile_plugin.analysis.steps import _step_sweep  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - exercised where no compiler built it
-    _step_sweep = None
 
 #: The unions of a batch of databases take at most this many int64 cells per event (beyond a
 #: floor): many groups (hundreds of thousands of steps) take the GPUs a few at a time.
@@ -120,7 +115,7 @@ def core_step_dbs(forest: Forest, classified: tuple[np.ndarray, np.ndarray, bool
     first = np.full(cells, np.iinfo(np.int64).max, np.int64)
     last = np.full(cells, -1, np.int64)
     if not host_ranges:  # (PyTorch's steps are their host ranges: no device marker read)
-        _step_sweep.core_spans(col.types, col.groups, col.plane, col.device, col.start,
+        sweep().core_spans(col.types, col.groups, col.plane, col.device, col.start,
                                col.end, num_planes, first, last)
     by_plane = first.reshape(g_count, num_planes), last.reshape(g_count, num_planes)
     spans = [step_spans(host_begin, host_end, by_plane[0][:, p], by_plane[1][:, p],
@@ -180,7 +175,7 @@ def _together(col: _Columns, num_planes: int, dbs: list[list[int]], spans: list[
         for i, k in enumerate(batch):
             slot[dbs[k]] = i
         out = np.zeros((len(batch), NUM_TYPES + 1, g_count), np.int64)
-        if not _step_sweep.plane_unions(
+        if not sweep().plane_unions(
                 col.types, col.groups, col.plane, col.device, col.parent, col.start, col.end,
                 slot, len(batch),
                 np.concatenate([spans[k].begin_ps for k in batch]).astype(np.int64),

@@ -32,7 +32,7 @@
    union is one vectorised sweep over all steps at once. What no event covers is UNKNOWN.
    A zero-length event where nothing of its type or higher is open keeps its type until the
    next end of that type, as the reference's sweep does (analysis/steps/instant_spans.py).
-   Where the optional compiled sweep is built (analysis/steps/_step_sweep.c), the counted
+   Where the optional compiled sweep is built (analysis/steps/_step_*.c), the counted
    events are counted into their groups, each group sorted by start on its own, and one pass
    per group gives every threshold's union, the instants' spans included; the counted events
    and the per-core spans are one pass over the columns each (10M events on 8 GPUs: about
@@ -52,7 +52,6 @@ schedule opens and closes the capture on step boundaries, so no step is partial)
 from __future__ import annotations
 
 import enum
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +62,11 @@ from tb_profile_plugin.analysis.events.forest import PRODUCER_RULE, Forest
 from tb_profile_plugin.analysis.events.op_names import OpCategory, parse_op
 from tb_profile_plugin.analysis.events.sort_order import group_time_order
 from tb_profile_plugin.analysis.events.table import EventTable
+from tb_profile_plugin.analysis.steps.compiled_sweep import (  # noqa: F401 (named here too)
+    PURE_STEPS_ENV,
+    compiled_sweep,
+    sweep,
+)
 from tb_profile_plugin.analysis.steps.compiled_types import compiled_types
 from tb_profile_plugin.analysis.steps.instant_spans import instant_spans
 from tb_profile_plugin.xspace.producers import (
@@ -75,14 +79,6 @@ from tb_profile_plugin.xspace.producers import (
 from tb_profile_plugin.xspace.producers.pytorch import memcpy_direction
 from tb_profile_plugin.xspace.producers.pytorch_roles import is_dataloader
 from tb_profile_plugin.xspace.unique_rows import unique_ints
-
-try:  # the optional compiled sweep, built with the package where a C compiler is
-    from tb_profile_plugin.analysis.steps import _step_sweep  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - exercised where no compiler built it
-    _step_sweep = None
-
-#: Set to 1 to use the numpy unions even where the compiled sweep is built.
-PURE_STEPS_ENV = "TB_PROFILE_PURE_STEPS"
 
 
 class EventType(enum.IntEnum):
@@ -300,10 +296,10 @@ def _signed(codes: np.ndarray) -> np.ndarray:
 
 def _compiled_group_unions(group: np.ndarray, start: np.ndarray, end: np.ndarray,
                            order: np.ndarray | None, num_groups: int) -> np.ndarray:
-    """`_add_unions` by the compiled sweep (analysis/steps/_step_sweep.c), rows taken in
+    """`_add_unions` by the compiled sweep (analysis/steps/_step_*.c), rows taken in
     `order` (None: as they are): one pass, no int64 offsets to keep within range."""
     out = np.zeros(num_groups, np.int64)
-    _step_sweep.group_unions(
+    sweep().group_unions(
         _signed(group), np.ascontiguousarray(start, np.int64),
         np.ascontiguousarray(end, np.int64),
         None if order is None else np.ascontiguousarray(order, np.int64), out)
@@ -432,7 +428,7 @@ def _device_markers(types: np.ndarray, on_device: np.ndarray, groups: np.ndarray
                                    groups, plane, start, end, g_count)
     first = np.full(cells, np.iinfo(np.int64).max, np.int64)
     last = np.full(cells, -1, np.int64)
-    _step_sweep.core_spans(np.ascontiguousarray(types, np.int8), _signed(groups),
+    sweep().core_spans(np.ascontiguousarray(types, np.int8), _signed(groups),
                            _signed(plane), np.ascontiguousarray(on_device, np.bool_),
                            np.ascontiguousarray(start, np.int64),
                            np.ascontiguousarray(end, np.int64), num_planes, first, last)
@@ -508,8 +504,8 @@ def _counted_events(types: np.ndarray, groups: np.ndarray,
     if compiled_sweep(pure) and len(types):
         columns = (np.ascontiguousarray(types, np.int8), _signed(groups),
                    None if parent is None else _signed(parent))
-        found = np.empty(_step_sweep.counted_events(*columns, None), np.int64)
-        _step_sweep.counted_events(*columns, found)
+        found = np.empty(sweep().counted_events(*columns, None), np.int64)
+        sweep().counted_events(*columns, found)
         return found
     parts = []
     chunk = column_sizes.CHUNK_EVENTS
@@ -546,14 +542,6 @@ class StepSpans:
     finish_ps: np.ndarray  # int64
     valid: np.ndarray  # bool
     step_num: np.ndarray  # int64
-
-
-def compiled_sweep(pure: bool | None = None) -> bool:
-    """Whether the compiled sweep (analysis/steps/_step_sweep.c) computes the unions: `pure`
-    True forces numpy, False the compiled sweep where built; None picks it unless
-    TB_PROFILE_PURE_STEPS=1."""
-    return not (pure or _step_sweep is None
-                or (pure is None and os.environ.get(PURE_STEPS_ENV) == "1"))
 
 
 def step_db_from_spans(spans: StepSpans, types: np.ndarray, groups: np.ndarray,
@@ -617,7 +605,7 @@ def _compiled_unions(ev: np.ndarray, spans: StepSpans, types: np.ndarray, groups
     union_at_least = np.zeros((NUM_TYPES + 1, g_count), np.int64)
     if len(ev) == 0 or g_count == 0:
         return union_at_least
-    _step_sweep.type_unions(
+    sweep().type_unions(
         np.ascontiguousarray(types, np.int8), _signed(groups),
         np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64),
         np.ascontiguousarray(ev, np.int64), np.ascontiguousarray(spans.begin_ps, np.int64),

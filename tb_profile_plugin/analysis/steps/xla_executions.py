@@ -28,9 +28,9 @@ import numpy as np
 from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.analysis.events.profile_cache import per_profile, profile_forest
 from tb_profile_plugin.analysis.events.table import EventTable
+from tb_profile_plugin.analysis.steps.compiled_sweep import compiled_sweep, sweep
 from tb_profile_plugin.analysis.steps.step_db import (
     _signed,
-    compiled_sweep,
     union_per_group,
     union_sorted,
 )
@@ -45,11 +45,6 @@ from tb_profile_plugin.xspace.producers import (
     module_display_name,
 )
 from tb_profile_plugin.xspace.unique_rows import unique_ints, unique_rows
-
-try:  # the optional compiled sweep (as step_db.py)
-    from tb_profile_plugin.analysis.steps import _step_sweep  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - exercised where no compiler built it
-    _step_sweep = None
 
 #: "No run id / no call" in run-id columns: XLA writes run ids as int32, often negative.
 NO_RUN = np.iinfo(np.int64).min
@@ -109,7 +104,7 @@ def _execution_runs(module: np.ndarray, run_id: np.ndarray, group: np.ndarray,
     cols = (module, run_id, group) if with_run_id else (module, group)
     if compiled_sweep():  # (one pass over the rows in order: no gathered copy per column)
         new = np.empty(len(seq), bool)
-        _step_sweep.run_starts(np.ascontiguousarray(seq, np.int64), new,
+        sweep().run_starts(np.ascontiguousarray(seq, np.int64), new,
                                tuple(_signed(col) for col in cols))
         return seq, new
     new = np.zeros(len(seq), bool)
@@ -343,8 +338,8 @@ def _kernel_calls_by_table(out: np.ndarray, call_of_id: np.ndarray, low: int, si
     events at a time: the temporaries stay small and warm (whole-column temporaries of 10M
     events cost more in fresh pages than in work); one compiled pass where the sweep is built
     (10M events: 0.12 -> 0.02 s)."""
-    if compiled_sweep():  # (one pass, no temporaries: analysis/steps/_step_sweep.c)
-        _step_sweep.kernel_calls(out, np.ascontiguousarray(call_of_id, np.int64), low, size,
+    if compiled_sweep():  # (one pass, no temporaries: analysis/steps/_step_*.c)
+        sweep().kernel_calls(out, np.ascontiguousarray(call_of_id, np.int64), low, size,
                                  np.ascontiguousarray(correlation, np.int64),
                                  np.ascontiguousarray(on_device, np.bool_),
                                  _signed(module), np.ascontiguousarray(index_of_code, np.int32))
@@ -438,7 +433,7 @@ def _assign(table: EventTable, on_device: np.ndarray, plane: np.ndarray, begin: 
         rows = _plane_rows(table, plane_index)  # (a device plane: every event on device)
         start = table.start_ps[rows]
         if compiled_sweep() and isinstance(rows, slice):  # a walk over each line's starts
-            _step_sweep.assign(np.ascontiguousarray(start, np.int64),
+            sweep().assign(np.ascontiguousarray(start, np.int64),
                                np.ascontiguousarray(begin[lo:hi], np.int64),
                                np.ascontiguousarray(end[lo:hi], np.int64), int(lo), out[rows])
             continue

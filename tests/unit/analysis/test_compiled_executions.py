@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from tb_profile_plugin.analysis.events.profile_cache import profile_forest
-from tb_profile_plugin.analysis.steps import step_db
+from tb_profile_plugin.analysis.steps.compiled_sweep import sweep
 from tb_profile_plugin.analysis.steps.step_db import PURE_STEPS_ENV
 from tb_profile_plugin.analysis.steps.xla_executions import xla_executions
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.fixtures import xplane_files
 
-needs_sweep = pytest.mark.skipif(step_db._step_sweep is None,
+needs_sweep = pytest.mark.skipif(sweep() is None,
                                  reason="the compiled sweep is not built")
 _FIELDS = ("plane_index", "module", "begin_ps", "end_ps", "busy_ps", "event_execution")
 
@@ -50,7 +50,7 @@ def test_the_walk_equals_the_search() -> None:
             start = np.sort(start)
         first = int(rng.integers(0, 50))
         out = np.full(n, -1, np.int32)
-        step_db._step_sweep.assign(start, begin, end, first, out)
+        sweep().assign(start, begin, end, first, out)
         found = np.searchsorted(begin, start, side="right") - 1
         inside = (found >= 0) & (start < end[np.maximum(found, 0)]) if e else found >= 0
         expected = np.full(n, -1, np.int32)
@@ -68,12 +68,12 @@ def test_run_starts_equal_the_numpy_runs() -> None:
                                                 int(rng.integers(1, 4))))
         order = rng.permutation(n)[: int(rng.integers(1, n + 1))].astype(np.int64)
         out = np.empty(len(order), bool)
-        step_db._step_sweep.run_starts(order, out, columns)
+        sweep().run_starts(order, out, columns)
         expected = np.zeros(len(order), bool)
         expected[0] = True
         for column in columns:
             expected[1:] |= column[order][1:] != column[order][:-1]
         np.testing.assert_array_equal(out, expected)
     with pytest.raises(ValueError, match="outside"):
-        step_db._step_sweep.run_starts(np.array([0, 5]), np.empty(2, bool),
+        sweep().run_starts(np.array([0, 5]), np.empty(2, bool),
                                        (np.zeros(3, np.int16),))

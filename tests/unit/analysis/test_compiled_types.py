@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tb_profile_plugin.analysis.events.profile_cache import profile_forest
-from tb_profile_plugin.analysis.steps import step_db
+from tb_profile_plugin.analysis.steps.compiled_sweep import sweep
 from tb_profile_plugin.analysis.steps.step_db import PURE_STEPS_ENV, EventType, classify
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.model import Profile
@@ -19,7 +19,7 @@ from tests.unit.analysis import test_tpu_transfer_steps as tpu_transfers
 from tests.unit.analysis.test_gpu_step_breakdown import gpu_profile
 from tests.unit.analysis.test_per_core_producer_steps import _layout
 
-needs_sweep = pytest.mark.skipif(step_db._step_sweep is None,
+needs_sweep = pytest.mark.skipif(sweep() is None,
                                  reason="the compiled sweep is not built")
 
 
@@ -57,16 +57,16 @@ def test_every_capture_gets_the_numpy_types(monkeypatch: pytest.MonkeyPatch) -> 
 
 @needs_sweep
 def test_bad_tables_raise() -> None:
-    sweep = step_db._step_sweep
+    module = sweep()
     one = np.zeros(1, np.int8)
     names = np.array([EventType.HOST_COMPUTE], np.int8)
     args = [np.zeros(1, np.int32), one, np.zeros(2, np.uint8), None, None,
             np.zeros(1, np.uint8), None, None, None, np.zeros(1, np.uint8), names, names,
             np.zeros(1, np.uint8), True, np.empty(1, np.int8)]
-    sweep.event_types(*args)
+    module.event_types(*args)
     assert args[-1][0] == EventType.HOST_COMPUTE
     with pytest.raises(ValueError, match="outside"):  # a name past the tables
-        sweep.event_types(np.ones(1, np.int32), *args[1:])
+        module.event_types(np.ones(1, np.int32), *args[1:])
     with pytest.raises(ValueError, match="outside"):  # a device event's HLO code past them
-        sweep.event_types(args[0], one, np.ones(2, np.uint8), None, None, args[5], None,
+        module.event_types(args[0], one, np.ones(2, np.uint8), None, None, args[5], None,
                           np.full(1, 3, np.int16), *args[8:])

@@ -18,7 +18,7 @@ import pytest
 
 from tb_profile_plugin.analysis.events.profile_cache import profile_forest
 from tb_profile_plugin.analysis.steps import core_step_dbs as together
-from tb_profile_plugin.analysis.steps import step_db
+from tb_profile_plugin.analysis.steps.compiled_sweep import sweep
 from tb_profile_plugin.analysis.steps.core_step_dbs import core_step_dbs, host_step_db
 from tb_profile_plugin.analysis.steps.step_db import (
     NUM_TYPES,
@@ -33,7 +33,7 @@ from tb_profile_plugin.analysis.steps.step_db import (
 from tb_profile_plugin.xspace.schema import is_gpu_plane
 from tests.unit.analysis.test_core_step_dbs import _profiles
 
-needs_sweep = pytest.mark.skipif(step_db._step_sweep is None,
+needs_sweep = pytest.mark.skipif(sweep() is None,
                                  reason="the compiled sweep is not built")
 
 
@@ -81,7 +81,7 @@ def _plane_unions(types: np.ndarray, group: np.ndarray, plane: np.ndarray,
     for k, planes in enumerate(dbs):
         slot[planes] = k
     out = np.zeros((len(dbs), NUM_TYPES + 1, num_groups), np.int64)
-    ok = step_db._step_sweep.plane_unions(
+    ok = sweep().plane_unions(
         types, group, plane, device, parent, start, end, slot, len(dbs),
         np.concatenate([s.begin_ps for s in spans]), np.concatenate([s.finish_ps for s in spans]),
         np.concatenate([s.valid for s in spans]), out)
@@ -159,7 +159,7 @@ def test_a_host_event_in_a_gpu_event_asks_for_one_by_one() -> None:
 
 
 def test_the_sweep_refuses_bad_input() -> None:
-    if step_db._step_sweep is None:
+    if sweep() is None:
         pytest.skip("the compiled sweep is not built")
     types, group = np.array([20], np.int8), np.zeros(1, np.int32)
     start, end = np.zeros(1, np.int64), np.ones(1, np.int64)

@@ -15,6 +15,7 @@ import pytest
 from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.analysis.events.profile_cache import profile_forest
 from tb_profile_plugin.analysis.steps import step_db
+from tb_profile_plugin.analysis.steps.compiled_sweep import sweep
 from tb_profile_plugin.analysis.steps.step_db import (
     NUM_TYPES,
     PURE_STEPS_ENV,
@@ -30,7 +31,7 @@ from tb_profile_plugin.analysis.steps.step_db import (
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tests.fixtures import DATA_DIR, xplane_files
 
-BUILT = step_db._step_sweep is not None
+BUILT = sweep() is not None
 needs_sweep = pytest.mark.skipif(not BUILT, reason="the compiled sweep is not built")
 
 
@@ -153,12 +154,12 @@ def test_the_sweep_refuses_bad_input() -> None:
     spans = (np.zeros(1, np.int64), np.full(1, 10, np.int64), np.ones(1, bool))
     out = np.zeros(NUM_TYPES + 1, np.int64)
     with pytest.raises(ValueError, match="type"):
-        step_db._step_sweep.type_unions(*columns, np.array([0, 1]), *spans, out)
+        sweep().type_unions(*columns, np.array([0, 1]), *spans, out)
     with pytest.raises(ValueError, match="row"):
-        step_db._step_sweep.type_unions(columns[0] % 4, *columns[1:], np.array([1, 2]),
+        sweep().type_unions(columns[0] % 4, *columns[1:], np.array([1, 2]),
                                         *spans, out)
     with pytest.raises(ValueError, match="group"):
-        step_db._step_sweep.group_unions(np.array([0, 3], np.int32), columns[2], columns[3],
+        sweep().group_unions(np.array([0, 3], np.int32), columns[2], columns[3],
                                          None, np.zeros(2, np.int64))
 
 
