@@ -15,8 +15,9 @@ whole HLO text).
 
 Storage: all events in one set of columns, ordered by (track, depth, start); an event's id is
 its position there, so ids are stable for a file. Each (track, depth) is a *segment*: its
-starts are sorted, and `max_end_ps` holds the running maximum of ends within the segment, so
-the events of a segment that overlap a window are found with two binary searches (events at
+starts are sorted, and the running maximum of ends within the segment (`running_max_ends`,
+kept per block of 64 events, trace/max_ends.py; per event, `max_end_ps`, only past 2^18
+segments) finds the events of a segment that overlap a window with two binary searches (events at
 one depth rarely overlap, so a long event starting long before the window does not widen the
 search for the others). `source_line`/`source_row` point back to the XEvent for details;
 derived events point to the first event they cover.
@@ -510,7 +511,7 @@ def _assemble(
                     f"{MAX_TRACK_DEPTH:,} (a profiler writes no such nesting for real code: "
                     "identical or zero-length events inside one another); the other views "
                     "read this host")
-            track_source_line.append(-1 if t.derived else t.source_line)  # type: ignore[arg-type]
+            track_source_line.append(t.source_line if isinstance(t.source_line, int) else -1)
             thread = Thread(tid, t.name, tid - 1, len(counts) - 1 if size else 0,
                             size, len(flat), t.derived)
             threads.append(thread)

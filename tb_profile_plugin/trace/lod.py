@@ -355,6 +355,7 @@ def scan_ranges(start_ps: np.ndarray, end_ps: np.ndarray, block_max_ps: np.ndarr
     compiled = _compiled()
     if compiled is None or start_ps.dtype != np.int64 or end_ps.dtype != np.int64:
         return None
+    assert FANOUT == 64, "_lod.c scan_ranges reads block_max_ps in blocks of 64 events"
     lo, hi = np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(hi, np.int64)
     start_ps, end_ps = np.ascontiguousarray(start_ps), np.ascontiguousarray(end_ps)
     block_max_ps = np.ascontiguousarray(block_max_ps, np.int64)
@@ -379,10 +380,11 @@ def scan_ranges(start_ps: np.ndarray, end_ps: np.ndarray, block_max_ps: np.ndarr
         found = blocks[:, :num_blocks].copy()
         return Scanned(overlapping, kept[:num_kept].copy(), found[0], found[1], found[2])
 
+    if not groups:
+        return Scanned(0, *(np.zeros(0, np.int64) for _ in range(4)))
     answers = column_threads.map_lines(scan, groups, total)
     if len(answers) == 1:
         return answers[0]
     return Scanned(sum(a.overlapping for a in answers),
-                   *(np.concatenate([getattr(a, name) for a in answers]) if answers
-                     else np.zeros(0, np.int64)
+                   *(np.concatenate([getattr(a, name) for a in answers])
                      for name in ("kept", "block_first", "block_count", "block_end_ps")))

@@ -414,6 +414,8 @@ def _candidate_ranges(index: TraceIndex, a_ps: int, b_ps: int) -> tuple[np.ndarr
             lo[overlapping] = index.running_max_ends.first_reaching(overlapping, a_ps)
         hi = _search(starts, first, last, b_ps, "right")
     else:  # very many (track, depth) rows: count per segment in one pass over the events
+        # (the only reader of the per-event running maximum, `max_end_ps`: 8 bytes per event,
+        # built for indexes of more than `_SEARCH_SEGMENTS_MAX` segments alone)
         lo = bounds[:-1] + _count_per_segment(index.max_end_ps < a_ps, bounds)
         hi = bounds[:-1] + _count_per_segment(starts <= b_ps, bounds)
     return lo, hi
@@ -555,11 +557,11 @@ def _visible_events(
     # every candidate of a disjoint segment overlaps the window
     lod_total = int(counts[lod].sum())
     scanned = None
+    scan_counts = np.where(lod, 0, counts)  # (the disjoint LOD segments are summarised)
     if pixel_ps > 1.0 and int(counts.sum()) > unfiltered_max_events:
-        scanned = _compiled_scan(index, lo, np.where(lod, 0, counts), a_ps, b_ps,
-                                  pixel_ps)
+        scanned = _compiled_scan(index, lo, scan_counts, a_ps, b_ps, pixel_ps)
     if scanned is None or scanned[0] + lod_total <= unfiltered_max_events:
-        ids, segment = _overlapping(index, lo, np.where(lod, 0, counts), a_ps)
+        ids, segment = _overlapping(index, lo, scan_counts, a_ps)
         total = len(ids) + lod_total
     else:
         total = scanned[0] + lod_total
@@ -605,17 +607,17 @@ def _compiled_scan(
     each segment, from the compiled pass (`lod.scan_ranges`: the candidates are read once,
     not gathered); None where it is not built (then `_overlapping` and `_scan`)."""
     segments = np.flatnonzero(counts > 0)
-    first = lo[segments].astype(np.int64)
+    first = lo[segments].astype(np.int64, copy=False)
     scanned = scan_ranges(index.start_ps, index.end_ps, index.block_max_ps, first,
                           first + counts[segments], a_ps, b_ps, pixel_ps)
     if scanned is None:
         return None
     kept_segment = segments[np.searchsorted(first, scanned.kept, "right") - 1]
     if len(scanned.block_first) == 0:
-        return scanned.overlapping, scanned.kept, kept_segment.astype(np.int64), NO_BLOCKS
+        return scanned.overlapping, scanned.kept, kept_segment, NO_BLOCKS
     block_segment = segments[np.searchsorted(first, scanned.block_first, "right") - 1]
-    return scanned.overlapping, scanned.kept, kept_segment.astype(np.int64), DensityBlocks(
-        block_segment.astype(np.int64), index.start_ps[scanned.block_first],
+    return scanned.overlapping, scanned.kept, kept_segment, DensityBlocks(
+        block_segment, index.start_ps[scanned.block_first],
         scanned.block_end_ps, scanned.block_count, scanned.block_first)
 
 
