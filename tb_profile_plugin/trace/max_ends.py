@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tb_profile_plugin.trace.range_search import search_ranges
+
 #: Events per block (the running maximum is kept at each block's last event).
 BLOCK = 64
 
@@ -54,7 +56,7 @@ class RunningMaxEnds:
         running-maximum end is at least `key`, or the segment's end where none is."""
         segments = np.asarray(segments, np.int64)
         block_lo, block_hi = self.block_at[segments], self.block_at[segments + 1]
-        block = _first_at_least(self.block_max_ps, block_lo, block_hi, key)
+        block = search_ranges(self.block_max_ps, block_lo, block_hi, key, "left")
         found = block < block_hi
         result = self.bounds[segments + 1].astype(np.int64)
         if not found.any():
@@ -83,17 +85,3 @@ class RunningMaxEnds:
         maxima[before] = np.maximum(maxima[before], earlier)
         result: np.ndarray = maxima
         return result
-
-
-def _first_at_least(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, key: int) -> np.ndarray:
-    """`lo[k] + np.searchsorted(values[lo[k]:hi[k]], key, "left")` for every k (each range
-    ascending): a binary search stepped for all ranges together."""
-    lo, hi = lo.copy(), hi.copy()
-    while True:
-        active = lo < hi
-        if not active.any():
-            return lo
-        mid = (lo + hi) // 2
-        right = active & (values[np.minimum(mid, max(len(values) - 1, 0))] < key)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(active & ~right, mid, hi)

@@ -56,6 +56,7 @@ from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.index import TraceIndex
 from tb_profile_plugin.trace.index_cache import trace_index
 from tb_profile_plugin.trace.lod import scan_ranges, segments_view
+from tb_profile_plugin.trace.range_search import search_each, search_ranges
 from tb_profile_plugin.trace.visible import (  # noqa: F401  (DensityBlocks: the answer's type)
     NO_BLOCKS,
     DensityBlocks,
@@ -244,8 +245,8 @@ def split_at_parents(index: TraceIndex, blocks: DensityBlocks, ids: np.ndarray,
     last_member = blocks.first_id + blocks.count - 1
     # The last edge at or before the block's start and its last event's start (e_lo - 1:
     # before every edge).
-    j0 = _search_each(edge_ps, e_lo, e_hi, blocks.start_ps, "right") - 1
-    j1 = _search_each(edge_ps, e_lo, e_hi, starts[last_member], "right") - 1
+    j0 = search_each(edge_ps, e_lo, e_hi, blocks.start_ps, "right") - 1
+    j1 = search_each(edge_ps, e_lo, e_hi, starts[last_member], "right") - 1
     pieces = np.where(has_parent & (e_hi > e_lo), j1 - j0 + 1, 1)
     if (pieces == 1).all():
         return blocks
@@ -261,8 +262,8 @@ def split_at_parents(index: TraceIndex, blocks: DensityBlocks, ids: np.ndarray,
     piece_from = np.where(split & (k > 0), edge_ps[np.clip(edge, 0, top)], lowest)
     piece_to = np.where(split & (edge + 1 < e_hi[block]), edge_ps[np.clip(edge + 1, 0, top)],
                         highest)
-    first = _search_each(starts, lo_id, hi_id, piece_from, "left")
-    stop = _search_each(starts, lo_id, hi_id, piece_to, "left")
+    first = search_each(starts, lo_id, hi_id, piece_from, "left")
+    stop = search_each(starts, lo_id, hi_id, piece_to, "left")
     count = stop - first
     keep = count >= 1
     block, first, stop, piece_to = block[keep], first[keep], stop[keep], piece_to[keep]
@@ -281,26 +282,6 @@ def split_at_parents(index: TraceIndex, blocks: DensityBlocks, ids: np.ndarray,
     return DensityBlocks(piece_seg, start, end,
                          np.where(split, count, blocks.count[block]).astype(np.int64),
                          np.where(split, first, blocks.first_id[block]).astype(np.int64))
-
-
-def _search_each(values: np.ndarray, first: np.ndarray, last: np.ndarray, keys: np.ndarray,
-                 side: str) -> np.ndarray:
-    """`first[k] + np.searchsorted(values[first[k]:last[k]], keys[k], side)` for every k at
-    once (`_search` with a key per range)."""
-    lo, hi = first.astype(np.int64), last.astype(np.int64)
-    keys = np.asarray(keys, np.int64)
-    if len(values) == 0:
-        return lo
-    while True:
-        active = lo < hi
-        if not active.any():
-            return lo
-        mid = (lo + hi) // 2
-        value = values[np.minimum(mid, len(values) - 1)]
-        right = (value < keys) if side == "left" else (value <= keys)
-        right &= active
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(active & ~right, mid, hi)
 
 
 def visible_events(
@@ -408,24 +389,17 @@ def _candidate_ranges(index: TraceIndex, a_ps: int, b_ps: int) -> tuple[np.ndarr
         first, last = bounds[:-1], bounds[1:]
         lo = np.empty(num_segments, np.int64)
         disjoint = index.segment_disjoint
-        lo[disjoint] = _search(index.end_ps, first[disjoint], last[disjoint], a_ps, "left")
+        lo[disjoint] = search_ranges(index.end_ps, first[disjoint], last[disjoint], a_ps, "left")
         if not disjoint.all():  # running-max ends, kept for the overlapping segments only
             overlapping = np.flatnonzero(~disjoint)
             lo[overlapping] = index.running_max_ends.first_reaching(overlapping, a_ps)
-        hi = _search(starts, first, last, b_ps, "right")
+        hi = search_ranges(starts, first, last, b_ps, "right")
     else:  # very many (track, depth) rows: count per segment in one pass over the events
         # (the only reader of the per-event running maximum, `max_end_ps`: 8 bytes per event,
         # built for indexes of more than `_SEARCH_SEGMENTS_MAX` segments alone)
         lo = bounds[:-1] + _count_per_segment(index.max_end_ps < a_ps, bounds)
         hi = bounds[:-1] + _count_per_segment(starts <= b_ps, bounds)
     return lo, hi
-
-
-def _search(values: np.ndarray, first: np.ndarray, last: np.ndarray, key: int,
-            side: str) -> np.ndarray:
-    """`first[k] + np.searchsorted(values[first[k]:last[k]], key, side)` for every k at once:
-    a binary search stepped for all ranges together (no loop per range)."""
-    return _search_each(values, first, last, np.full(len(first), key, np.int64), side)
 
 
 def _overlapping(
