@@ -66,7 +66,6 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.events.column_sizes import int64_rows
 from tb_profile_plugin.analysis.events.profile_cache import profile_forest
 from tb_profile_plugin.analysis.events.sort_order import group_time_order
 from tb_profile_plugin.analysis.events.table import EventTable, build_event_table
@@ -75,7 +74,7 @@ from tb_profile_plugin.analysis.steps.profile_steps import profile_steps
 from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import GROUP_ID_STAT, CanonicalColumns
-from tb_profile_plugin.xspace.unique_rows import unique_rows
+from tb_profile_plugin.xspace.unique_rows import int64_rows, unique_rows
 
 STEPS = "Steps"
 STEP_BUSY = "Steps: device busy"

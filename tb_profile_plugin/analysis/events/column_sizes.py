@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_profile_plugin.xspace.unique_rows import int64_rows  # noqa: F401 (kept here too)
-
 #: Events per part of a pass over every event (8 MB per int64 temporary). Read as
 #: `column_sizes.CHUNK_EVENTS` at call time (tests make it small to check parts against
 #: one pass).

@@ -52,7 +52,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_profile_plugin.analysis.events import column_sizes
-from tb_profile_plugin.analysis.events.column_sizes import int64_rows
 from tb_profile_plugin.analysis.events.table import EventTable
 from tb_profile_plugin.xspace.producers import (
     KERNEL_DETAILS_STAT,
@@ -61,7 +60,7 @@ from tb_profile_plugin.xspace.producers import (
     plane_kind,
 )
 from tb_profile_plugin.xspace.producers.pytorch_roles import is_matrix_op
-from tb_profile_plugin.xspace.unique_rows import unique_rows
+from tb_profile_plugin.xspace.unique_rows import int64_rows, unique_rows
 
 TENSOR_CORE_PATTERNS = (
     "16816", "c1688", "conv1x1", "conv2d_c1_k1", "dgrad_1x1_stride_2x2", "direct_group",

@@ -35,7 +35,6 @@ import numpy as np
 from tb_profile_plugin.analysis.events import column_sizes
 from tb_profile_plugin.analysis.events.column_sizes import (
     event_indices,
-    int64_rows,
     narrowest_int,
     whole_group_parts,
 )
@@ -59,7 +58,7 @@ from tb_profile_plugin.xspace.producers import (
     plane_kind,
     runtime_call_kind,
 )
-from tb_profile_plugin.xspace.unique_rows import unique_rows
+from tb_profile_plugin.xspace.unique_rows import int64_rows, unique_rows
 
 IDLE = "IDLE"
 #: Category of the host rows of runtime calls (`_runtime_calls_with_op_stats`).

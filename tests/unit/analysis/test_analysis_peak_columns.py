@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from tb_profile_plugin.analysis.events import column_sizes
-from tb_profile_plugin.analysis.events.column_sizes import int64_rows
 from tb_profile_plugin.analysis.events.profile_cache import profile_nested
 from tb_profile_plugin.analysis.ops.device_time import by_plane_and_start
 from tb_profile_plugin.analysis.steps.step_db import union_per_group, union_sorted
@@ -19,6 +18,7 @@ from tb_profile_plugin.trace.derived import _rows_of
 from tb_profile_plugin.trace.window import _narrower_than, density_blocks
 from tb_profile_plugin.xspace.decode import decode_xspace
 from tb_profile_plugin.xspace.producers import CORRELATION_ID_STAT, NO_DEVICE_OFFSET
+from tb_profile_plugin.xspace.unique_rows import int64_rows
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
