@@ -28,13 +28,16 @@ PyObject *sweep_kernel_calls(PyObject *Py_UNUSED(self), PyObject *args) {
         Py_ssize_t entries = call_of_id.len / 8;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
-            if (!device[i] || ids[i] < low || ids[i] - low >= size) continue;
+            /* (unsigned: no overflow where low is far below zero) */
+            uint64_t offset = (uint64_t)ids[i] - (uint64_t)low;
+            if (!device[i] || ids[i] < low || offset >= (uint64_t)size) continue;
             int64_t m = group_of(module.buf, module_width, i);
             if (m < 0) m = num_codes - 1;
             if (m >= num_codes) { status = SWEEP_BAD_ROW; break; }
             int64_t code = code_of[m];
             if (code < 0) continue;
-            int64_t at = code * size + (ids[i] - low);
+            if (code >= entries / size) { status = SWEEP_BAD_ROW; break; }  /* (size > 0 here) */
+            int64_t at = code * size + (int64_t)offset;
             if (at >= entries) { status = SWEEP_BAD_ROW; break; }
             calls[i] = table[at];
         }

@@ -488,6 +488,12 @@ PyObject *sweep_plane_unions(PyObject *Py_UNUSED(self), PyObject *args) {
              && check_size(&out, 8, (NUM_TYPES + 1) * valid.len, "out");
         if (!ok && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "num_dbs: expected > 0");
     }
+    for (Py_ssize_t p = 0; ok && p < num_plane_ids; p++) {  /* -1 (none) or a database */
+        if (((const int64_t *)slot.buf)[p] >= num_dbs) {
+            PyErr_SetString(PyExc_ValueError, "slot: a database past num_dbs");
+            ok = 0;
+        }
+    }
     int status = SWEEP_OK;
     if (ok && num_groups) {
         Py_BEGIN_ALLOW_THREADS

@@ -178,9 +178,9 @@ def _together(col: _Columns, num_planes: int, dbs: list[list[int]], spans: list[
         if not sweep().plane_unions(
                 col.types, col.groups, col.plane, col.device, col.parent, col.start, col.end,
                 slot, len(batch),
-                np.concatenate([spans[k].begin_ps for k in batch]).astype(np.int64),
-                np.concatenate([spans[k].finish_ps for k in batch]).astype(np.int64),
-                np.concatenate([spans[k].valid for k in batch]).astype(np.bool_), out):
+                np.concatenate([spans[k].begin_ps for k in batch], dtype=np.int64),
+                np.concatenate([spans[k].finish_ps for k in batch], dtype=np.int64),
+                np.concatenate([spans[k].valid for k in batch], dtype=np.bool_), out):
             return None
         found.extend(step_db_of_unions(spans[k], out[i], has_device,
                                        drop_partial=not host_ranges, keep_empty=host_ranges)

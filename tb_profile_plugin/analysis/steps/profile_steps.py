@@ -70,9 +70,10 @@ def _build_profile_steps(profile: Profile) -> ProfileSteps:
     def grouped_steps() -> StepDb:  # (the grouped types again: one byte per event less kept)
         grouped = np.where(forest.group_id >= 0, every_type, -1)
         classified = (grouped, on_device, has_device)
-        found = host_step_db(forest, classified, host_ranges, markers[0] if markers else None)
+        host_marks = markers[0] if markers else None
+        found = host_step_db(forest, classified, host_ranges, host_marks)
         return found if found is not None else build_step_db(
-            forest, classified, host_ranges=host_ranges, markers=markers[0] if markers else None)
+            forest, classified, host_ranges=host_ranges, markers=host_marks)
 
     build_steps: Callable[[], StepDb] = grouped_steps
     executions = profile_executions(profile)

@@ -77,3 +77,16 @@ def test_run_starts_equal_the_numpy_runs() -> None:
     with pytest.raises(ValueError, match="outside"):
         sweep().run_starts(np.array([0, 5]), np.empty(2, bool),
                                        (np.zeros(3, np.int16),))
+
+
+@needs_sweep
+def test_kernel_calls_refuse_a_call_past_the_table_without_overflow() -> None:
+    """A module's code times the id range past the table is refused, even where the product
+    passes 2^63 (it wrapped to a negative index before); ids far from `low` do not overflow."""
+    out, table = np.full(1, -1, np.int64), np.arange(4, dtype=np.int64)
+    ids, device = np.zeros(1, np.int64), np.ones(1, np.uint8)
+    module, code_of = np.zeros(1, np.int32), np.array([1], np.int32)
+    with pytest.raises(ValueError, match="outside"):
+        sweep().kernel_calls(out, table, -(2**62), 2**62 + 1, ids, device, module, code_of)
+    sweep().kernel_calls(out, table, -(2**63) + 1, 3, ids, device, module, code_of)
+    assert out.tolist() == [-1]  # (an id far past the range: not a call)

@@ -23,7 +23,6 @@ from tb_profile_plugin.analysis.steps.core_step_dbs import core_step_dbs, host_s
 from tb_profile_plugin.analysis.steps.step_db import (
     NUM_TYPES,
     PURE_STEPS_ENV,
-    StepDb,
     StepSpans,
     build_step_db,
     classify,
@@ -32,18 +31,10 @@ from tb_profile_plugin.analysis.steps.step_db import (
 )
 from tb_profile_plugin.xspace.schema import is_gpu_plane
 from tests.unit.analysis.test_core_step_dbs import _profiles
+from tests.unit.analysis.test_step_sweep import _same, _spans
 
 needs_sweep = pytest.mark.skipif(sweep() is None,
                                  reason="the compiled sweep is not built")
-
-
-def _same(a: StepDb, b: StepDb) -> None:
-    for field in ("step_num", "group_id", "begin_ps", "duration_ps", "type_ps"):
-        left, right = getattr(a, field), getattr(b, field)
-        assert left.dtype == right.dtype, field
-        assert left.tolist() == right.tolist(), field
-    assert (a.has_device, a.num_dropped, a.num_partial_dropped) == (
-        b.has_device, b.num_dropped, b.num_partial_dropped)
 
 
 def _random_profile(rng: np.random.Generator, n: int, num_groups: int, num_planes: int,
@@ -63,12 +54,6 @@ def _random_profile(rng: np.random.Generator, n: int, num_groups: int, num_plane
         if len(same) and rng.random() < 0.7:
             parent[i] = same[int(rng.integers(0, len(same)))]
     return types, group, plane, start, end, parent
-
-
-def _spans(rng: np.random.Generator, num_groups: int) -> StepSpans:
-    begin = rng.integers(0, 400, num_groups).astype(np.int64)
-    return StepSpans(begin, begin + rng.integers(1, 500, num_groups),
-                     rng.random(num_groups) < 0.85, np.arange(num_groups, dtype=np.int64))
 
 
 def _plane_unions(types: np.ndarray, group: np.ndarray, plane: np.ndarray,
@@ -158,9 +143,8 @@ def test_a_host_event_in_a_gpu_event_asks_for_one_by_one() -> None:
                                      start, end, True, parent=parent, pure=True))
 
 
+@needs_sweep
 def test_the_sweep_refuses_bad_input() -> None:
-    if sweep() is None:
-        pytest.skip("the compiled sweep is not built")
     types, group = np.array([20], np.int8), np.zeros(1, np.int32)
     start, end = np.zeros(1, np.int64), np.ones(1, np.int64)
     spans = [StepSpans(start, end, np.ones(1, bool), start)]
@@ -170,6 +154,11 @@ def test_the_sweep_refuses_bad_input() -> None:
     with pytest.raises(ValueError, match="group"):
         _plane_unions(np.ones(1, np.int8), np.full(1, 3, np.int32), np.ones(1, np.int8),
                       np.ones(1, bool), None, start, end, [[1]], spans)
+    out = np.zeros((1, NUM_TYPES + 1, 1), np.int64)
+    with pytest.raises(ValueError, match="slot"):  # a plane's database past num_dbs
+        sweep().plane_unions(np.ones(1, np.int8), group, np.ones(1, np.int8), np.ones(1, bool),
+                             None, start, end, np.array([-1, 5], np.int64), 1, start, end,
+                             np.ones(1, bool), out)
 
 
 @needs_sweep
