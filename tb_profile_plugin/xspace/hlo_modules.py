@@ -255,7 +255,7 @@ def _launches(proto: hlo_summary_pb2.HloModuleProto, by_kernel: dict[str, Instru
     launches: list[Launch] = []
     fused: dict[str, Hashable] = {}
     # Identical fusions (a stack's layers) share one shape object: kept once, and sized
-    # once (`fixed_nbytes` walks each object once: on jax_nvidia_device_bound 3.4x faster).
+    # once (`fixed_nbytes` walks each object once: jax_nvidia_device_bound 48 -> 40 ms).
     shapes: dict[Hashable, Hashable] = {}
     for ins_id in proto.schedule.sequences[entry.id].instruction_ids:
         ins = instructions.get(ins_id)
