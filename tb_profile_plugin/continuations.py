@@ -42,6 +42,8 @@ DEFAULT_CONTINUE_SECONDS = 600.0
 MAX_CONTINUING = 2
 #: How many times a request starts a build again that stopped for another request's reasons.
 _ATTEMPTS = 3
+#: Seconds a build runs past its request's deadline, for the request to extend it.
+_HANDOFF_S = 0.25
 
 
 def continue_seconds() -> float:
@@ -109,7 +111,11 @@ class Continuations:
             if job is not None and not job.done.is_set():
                 return job  # type: ignore[return-value]
             budget = request_budget.Budget(outer.seconds, outer.client, outer.what)
-            budget.started_s, budget.deadline_s = outer.started_s, outer.deadline_s
+            # The build stops `_HANDOFF_S` after its request does: the waiting request extends
+            # it in that time (`_extend`). At the same deadline the build's own checkpoint
+            # could stop it first, and a build that could have gone on was lost.
+            budget.started_s = outer.started_s
+            budget.deadline_s = outer.deadline_s + _HANDOFF_S
             new: _Build[T] = _Build(budget)
             self._builds[key] = new  # type: ignore[assignment]
         context = contextvars.copy_context()  # the request's progress tracker goes along

@@ -49,3 +49,22 @@ def test_without_a_free_slot_the_build_stops_at_its_deadline() -> None:
     with pytest.raises(RequestTimedOut), request_budget.bounded(0.1):
         builds.run("k", lambda: _slow_build(calls))
     assert calls == [1, 1]  # started again: nothing was under way
+
+
+def test_a_build_checking_its_budget_all_the_time_still_goes_on() -> None:
+    """The build's own checkpoints do not stop it at the very deadline its request times out
+    on, before the request could let it go on (`_HANDOFF_S`): a build that checks all the
+    time went on 0 of 10 times with one shared deadline."""
+    def busy_build() -> int:
+        deadline = time.monotonic() + 0.4
+        while time.monotonic() < deadline:
+            request_budget.checkpoint()
+        return 42
+
+    for _ in range(10):
+        builds = Continuations()
+        with pytest.raises(RequestTimedOut), request_budget.bounded(0.05):
+            builds.run("k", busy_build)
+        assert builds.continuing == 1
+        with request_budget.bounded(5.0):
+            assert builds.run("k", busy_build) == 42
