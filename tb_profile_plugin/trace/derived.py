@@ -126,13 +126,13 @@ def derive_tracks(profile: Profile, plane_index: int,
     execution = _plane_executions(profile, plane_index)
     framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
     op_label, op_texts = _framework_labels(canon)
-    for title, key, label, texts, idle_cut in (
-            (XLA_MODULES, execution, canon.module, canon.texts, False),
-            (framework, _tuple_key(execution, group, op_label), op_label, op_texts, True),
-            (XLA_OPS, _tuple_key(execution, canon.hlo_op), canon.hlo_op, canon.texts, True)):
+    for title, keys, label, texts, idle_cut in (
+            (XLA_MODULES, (execution,), canon.module, canon.texts, False),
+            (framework, (execution, group, op_label), op_label, op_texts, True),
+            (XLA_OPS, (execution, canon.hlo_op), canon.hlo_op, canon.texts, True)):
         if title in skip:
             continue
-        ops = _runs(table, by_time, title, key, label, texts, idle_cut)
+        ops = _runs(table, by_time, title, keys, label, texts, idle_cut)
         if ops is not None:
             tracks.append(ops)
     return tracks
@@ -180,12 +180,6 @@ def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
     return np.where(canon.op_name >= 0, label, -1), texts
 
 
-def _tuple_key(*columns: np.ndarray) -> np.ndarray:
-    """One dense int64 key per distinct tuple of `columns` (-1 is a value like any other)."""
-    _, inverse = unique_rows(int64_rows(*columns))  # (column order: contiguous key passes)
-    return inverse.astype(np.int64, copy=False)
-
-
 def _spans(table: EventTable, key: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ...]:
     """For events `order` (sorted so equal consecutive keys form runs): run starts, ends, keys
     and first events."""
@@ -201,11 +195,13 @@ def _key_changes(k: np.ndarray) -> np.ndarray:
 
 def _cut_spans(table: EventTable, key: np.ndarray, order: np.ndarray,
                new_run: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Like `_spans`, with the runs of `order` starting where `new_run` is set."""
+    """Like `_spans`, with the runs of `order` starting where `new_run` is set. `order` is in
+    start order within each run (both callers' orders are), so a run's start is its first
+    event's: one gather, not a reduction over every event."""
     cuts = np.flatnonzero(new_run)
-    start = np.minimum.reduceat(table.start_ps[order], cuts)
-    end = np.maximum.reduceat(table.end_ps[order], cuts)
     first = order[cuts]
+    start = table.start_ps[first]
+    end = np.maximum.reduceat(table.end_ps[order], cuts)
     return start, end, key[first], first
 
 
@@ -286,17 +282,25 @@ def _execution_step_of(profile: Profile, table: EventTable) -> np.ndarray:
     return step_of(begin, finish, table.start_ps)
 
 
-def _runs(table: EventTable, by_time: np.ndarray, title: str, key: np.ndarray,
+def _runs(table: EventTable, by_time: np.ndarray, title: str, keys: tuple[np.ndarray, ...],
           label: np.ndarray, texts: list[str], idle_cut: bool = False) -> DerivedTrack | None:
-    """Consecutive events of `by_time` (the plane's events in start order) with one `key`
-    become one event, named by the `label` text of its first event; events whose label or key
-    is -1 are left out (skipped, not a break). `idle_cut`: a run is also broken at idle
-    stretches its work does not justify (`_idle_cuts`)."""
-    events = by_time[(label[by_time] >= 0) & (key[by_time] >= 0)]
+    """Consecutive events of `by_time` (the plane's events in start order) with one key (the
+    tuple of `keys`' values) become one event, named by the `label` text of its first event;
+    events whose label is -1, or whose key is the single column's -1, are left out (skipped,
+    not a break). `idle_cut`: a run is also broken at idle stretches its work does not justify
+    (`_idle_cuts`). A run starts where any column of the key changes: no dense code per tuple
+    is made (a sort of the plane's events per track)."""
+    kept = label[by_time] >= 0
+    if len(keys) == 1:
+        kept &= keys[0][by_time] >= 0
+    events = by_time[kept]
+    del kept
     if len(events) == 0:
         return None
-    new_run = _key_changes(key[events])
+    new_run = _key_changes(keys[0][events])
+    for column in keys[1:]:
+        new_run |= _key_changes(column[events])
     if idle_cut:
         new_run = _idle_cuts(table, events, new_run)
-    start, end, _keys, first = _cut_spans(table, key, events, new_run)
+    start, end, _keys, first = _cut_spans(table, label, events, new_run)
     return DerivedTrack(title, start, end, label[first], texts, first, table)
