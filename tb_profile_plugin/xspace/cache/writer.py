@@ -94,8 +94,13 @@ def _forget(path: str, future: concurrent.futures.Future[None]) -> None:
             del _pending[path]
 
 
-#: The longest the writer thread waits for `quiet` to end before each array it writes.
+#: The longest the writer thread waits for `quiet` to end before each part it writes.
 _QUIET_MAX_S = 10.0
+#: The writer thread writes an array in parts of this many bytes (a multiple of 8: the word
+#: sums of the parts add up to the array's), waiting for `quiet` to end before each: a trace
+#: window asked while a 0.6 GB index is written waits for one part's copy and sums (~5 ms),
+#: not a whole 80 MB column's.
+_PART_BYTES = 8 << 20
 _quiet_lock = threading.Lock()
 _quiet_holders = 0
 _may_write = threading.Event()
@@ -104,11 +109,12 @@ _may_write.set()
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
-    """Holds the writer thread between the arrays it writes while the caller builds what a
-    request waits for (the trace index of a profile just decoded, whose 0.65 GB entry is queued
-    by then): the write's page cache and word sums compete with the build for memory and the
-    second core (20M longer: the index and first window 1.2-1.9 s with the write going on,
-    0.6-1.1 s without). At most `_QUIET_MAX_S` per array, so a write is never held for long."""
+    """Holds the writer thread between the parts it writes (`_PART_BYTES`) while the caller
+    builds what a request waits for (the trace index of a profile just decoded, whose 0.65 GB
+    entry is queued by then; the trace windows asked while it is written): the write's page
+    cache and word sums compete with the build for memory and the second core (20M longer: the
+    index and first window 1.2-1.9 s with the write going on, 0.6-1.1 s without). At most
+    `_QUIET_MAX_S` per part, so a write is never held for long."""
     global _quiet_holders
     with _quiet_lock:
         _quiet_holders += 1
@@ -142,12 +148,28 @@ _writer: concurrent.futures.ThreadPoolExecutor | None = None
 _pending: dict[str, concurrent.futures.Future[None]] = {}  # entry path -> its queued write
 
 
+def _write_array(out: Any, data: memoryview, pausable: bool) -> tuple[int, int]:
+    """Writes `data` to `out` and returns its word sums (`_word_sums`); `pausable`: in parts,
+    each after any `quiet` ends (at most `_QUIET_MAX_S` later)."""
+    if not pausable:
+        out.write(data)
+        return _word_sums(data)
+    total = xor = 0
+    for at in range(0, max(len(data), 1), _PART_BYTES):
+        _may_write.wait(_QUIET_MAX_S)
+        part = data[at : at + _PART_BYTES]
+        part_total, part_xor = _word_sums(part)  # (only the last part has a partial word)
+        total, xor = (total + part_total) % 2**64, xor ^ part_xor
+        out.write(part)
+    return total, xor
+
+
 def _write_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.ndarray],
                  directory: Path, secret: bytes, pausable: bool = False) -> Path | None:
     """Writes the entry to a temporary file and renames it into place (readers never see a
     partial entry); None when it could not be written. `pausable` (the writer thread): waits
-    before each array while a `quiet` is held. Each array's word sums are kept in the
-    header (`checks`), so that a reader can check one array without the others
+    before each part of an array while a `quiet` is held (`_write_array`). Each array's word
+    sums are kept in the header (`checks`), so that a reader can check one array without the others
     (`EntryArrays`): they are taken as each array is written (one pass over the data), and the
     header, whose length does not depend on them (16 hex digits each), written again after."""
     table: list[tuple[str, list[int], int]] = []
@@ -172,11 +194,8 @@ def _write_entry(key: str, suffix: str, header: dict[str, Any], arrays: list[np.
             placeholder = head_of(sums)
             out.write(placeholder)
             for k, array in enumerate(arrays):
-                if pausable:
-                    _may_write.wait(_QUIET_MAX_S)
                 data = np.ascontiguousarray(array).data.cast("B")
-                sums[k] = _word_sums(data)
-                out.write(data)
+                sums[k] = _write_array(out, data, pausable)
                 out.write(b"\0" * (-len(data) % _ALIGN))
             head = head_of(sums)
             if len(head) != len(placeholder):

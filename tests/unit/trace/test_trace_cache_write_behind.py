@@ -129,3 +129,48 @@ def test_the_writer_waits_while_an_index_is_built(tmp_path: Path,
     assert [p.name for p in tmp_path.glob("held*")] == ["held.tbpx"]
     loaded = cache.load_entry("held", ".tbpx", lambda header, arrays: arrays, tmp_path)
     assert loaded is not None and np.array_equal(loaded[0], np.arange(1000))
+
+
+def test_the_writer_waits_between_parts_of_one_array(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer thread waits for `quiet` before each part of an array, not only before each
+    array (a trace window asked while an 80 MB column is written waits for one part), and the
+    parts' word sums make the array's: the entry reads back whole."""
+    import numpy as np
+
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(cache_writer, "_PART_BYTES", 64)
+    waits = []
+    real_wait = cache_writer._may_write.wait
+    monkeypatch.setattr(cache_writer._may_write, "wait",
+                        lambda timeout=None: waits.append(timeout) or real_wait(timeout))
+    column = np.arange(37, dtype=np.int64) * 0x0101010101  # 296 bytes: 5 parts, the last short
+    odd = np.frombuffer(b"abcdefghijk", np.uint8)  # a partial last word
+    cache.save_entry_later("parts", ".tbpx", {"n": 2}, [column, odd])
+    cache.flush(30)
+    assert len(waits) == 5 + 1
+    loaded = cache.load_entry("parts", ".tbpx", lambda header, arrays: arrays, tmp_path)
+    assert loaded is not None
+    assert np.array_equal(loaded[0], column) and np.array_equal(loaded[1], odd)
+
+
+def test_a_trace_window_holds_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a window (not only the index) is found, the writer thread waits (`cache.quiet`);
+    it may write again once the window is answered."""
+    from tb_profile_plugin.tools import trace_viewer
+
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path))
+    store = ProfileStore()
+    _window(store)  # the index is built: the next windows are windows alone
+    seen = []
+    real = trace_viewer.visible_events
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(cache_writer._may_write.is_set())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trace_viewer, "visible_events", recording)
+    _window(store, start_time_ms="0", end_time_ms="1", resolution="100")
+    assert seen == [False]
+    assert cache_writer._may_write.is_set()
+    cache.flush(30)
