@@ -14,13 +14,16 @@ then `tf_Compute/...`, `tf_data_.../...` by name), then by id. Events are named 
 whole HLO text).
 
 Storage: all events in one set of columns, ordered by (track, depth, start); an event's id is
-its position there, so ids are stable for a file. Each (track, depth) is a *segment*: its
-starts are sorted, and the running maximum of ends within the segment (`running_max_ends`,
-kept per block of 64 events, trace/max_ends.py; per event, `max_end_ps`, only past 2^18
-segments) finds the events of a segment that overlap a window with two binary searches (events at
-one depth rarely overlap, so a long event starting long before the window does not widen the
-search for the others). `source_line`/`source_row` point back to the XEvent for details;
-derived events point to the first event they cover.
+its position there, so ids are stable for a file. Tracks are stored every line track first (in
+the order shown), then every derived track: the line events' ids do not depend on the derived
+tracks, which an index of the lines alone (`build_index(derived=False)`) shares with the whole
+one. The order shown is each process's `threads` (`Thread.track` is the storage position).
+Each (track, depth) is a *segment*: its starts are sorted, and the running maximum of ends
+within the segment (`running_max_ends`, kept per block of 64 events, trace/max_ends.py; per
+event, `max_end_ps`, only past 2^18 segments) finds the events of a segment that overlap a
+window with two binary searches (events at one depth rarely overlap, so a long event starting
+long before the window does not widen the search for the others). `source_line`/`source_row`
+point back to the XEvent for details; derived events point to the first event they cover.
 
 Times are ps from `Profile.origin_ns`; `absolute_origin_ns` is that zero in Unix ns (TF's
 normalized captures count line timestamps from the `profile_start_time` plane stat).
@@ -390,11 +393,13 @@ def _line_name_ids(metadata_id: np.ndarray, table: EventMetadataTable, local: np
     return lookup[np.clip(metadata_id, -1, len(lookup) - 1)]  # -1: the last slot, -1
 
 
-def build_index(profile: Profile) -> TraceIndex:
+def build_index(profile: Profile, *, derived: bool = True) -> TraceIndex:
+    """The index of `profile`'s lines and (`derived`) the GPU planes' derived tracks."""
     names = _Names()
     lines: list[tuple[int, Line]] = []
     line_position: dict[int, int] = {}
     per_process: list[tuple[Plane, int, list[_Track]]] = []
+    gpu_planes: list[tuple[int, list[Line]]] = []  # (position in per_process, shown lines)
     for p_index in sorted(range(len(profile.planes)), key=lambda i: _plane_key(profile.planes[i])):
         checkpoint()
         plane = profile.planes[p_index]
@@ -417,10 +422,16 @@ def build_index(profile: Profile) -> TraceIndex:
                 line.label, line.events.start_ps, line.events.duration_ps, name_id,
                 line_position[id(line)], None, False,
             ))
-        if plane_kind(plane.name) == PlaneKind.GPU:
-            tracks = _with_derived_tracks(profile, p_index, plane_lines, tracks, names,
-                                          line_position)
+        if derived and plane_kind(plane.name) == PlaneKind.GPU:
+            gpu_planes.append((len(per_process), plane_lines))
         per_process.append((plane, p_index, tracks))
+    # Then the GPU planes' derived tracks, their names numbered after every line's (a line
+    # event's name id does not depend on the derived tracks either).
+    for k, plane_lines in gpu_planes:
+        checkpoint()
+        plane, p_index, tracks = per_process[k]
+        per_process[k] = (plane, p_index, _with_derived_tracks(
+            profile, p_index, plane_lines, tracks, names, line_position))
     # The derived tracks are made: the analyses' canonical and stat columns (~40 bytes per
     # event) are not held while the index's columns are assembled beside them.
     release_scratch(profile)
@@ -474,52 +485,57 @@ def _assemble(
     derived_source_line = np.empty(num_derived, np.int32)
     track_source_line: list[int] = []
     processes: list[Process] = []
-    flat: list[Thread] = []
     track_sizes: list[int] = []
     segment_sizes: list[np.ndarray] = []
     segment_track: list[np.ndarray] = []
     # Where each track's events go (its slice of the columns, and of the derived lines' column
     # for a derived track); then the tracks are placed side by side (column_threads.py: the
     # compiled pass releases the GIL), each writing its own slices only.
+    # Storage order (module docstring): every line track, then every derived track.
+    stored = [(p, k) for derived in (False, True) for p, (_, _, tracks) in enumerate(per_process)
+              for k, t in enumerate(tracks) if t.derived == derived]
+    storage_of = {where: position for position, where in enumerate(stored)}
     placements: list[tuple[_Track, slice, slice | None]] = []
     at = at_derived = 0
-    for _, _, tracks in per_process:
-        for t in tracks:
-            size = len(t.start_ps)
-            derived_here = None
-            if not isinstance(t.source_line, int):
-                derived_here = slice(at_derived, at_derived + size)
-                at_derived += size
-            placements.append((t, slice(at, at + size), derived_here))
-            at += size
+    for p, k in stored:
+        t = per_process[p][2][k]
+        size = len(t.start_ps)
+        derived_here = None
+        if not isinstance(t.source_line, int):
+            derived_here = slice(at_derived, at_derived + size)
+            at_derived += size
+        placements.append((t, slice(at, at + size), derived_here))
+        at += size
     outputs = _Outputs(start_ps, end_ps, name_id, source_row, derived_source_line,
                        _Releaser())
     checkpoint()
-    counts_of = iter(column_threads.map_lines(
-        lambda placement: _place_track(*placement, outputs), placements, n))
+    counts = column_threads.map_lines(
+        lambda placement: _place_track(*placement, outputs), placements, n)
     memory_release.release_now()  # what the last tracks placed gave back
-    sizes_of = iter([p[1].stop - p[1].start for p in placements])
+    size_of = [p[1].stop - p[1].start for p in placements]
+    flat: list[Thread | None] = [None] * len(stored)
     for pid, (plane, p_index, tracks) in enumerate(per_process, start=1):
         threads = []
         for tid, t in enumerate(tracks, start=1):
-            counts = next(counts_of)
-            size = next(sizes_of)
-            if len(counts) > MAX_TRACK_DEPTH + 1:
+            track = storage_of[(pid - 1, tid - 1)]
+            depths, size = counts[track], size_of[track]
+            if len(depths) > MAX_TRACK_DEPTH + 1:
                 raise UnreadableProfile(
                     f"thread {t.name!r} of {plane.name!r} nests its events "
-                    f"{len(counts) - 1:,} levels deep; the trace viewer shows at most "
+                    f"{len(depths) - 1:,} levels deep; the trace viewer shows at most "
                     f"{MAX_TRACK_DEPTH:,} (a profiler writes no such nesting for real code: "
                     "identical or zero-length events inside one another); the other views "
                     "read this host")
-            track_source_line.append(t.source_line if isinstance(t.source_line, int) else -1)
-            thread = Thread(tid, t.name, tid - 1, len(counts) - 1 if size else 0,
-                            size, len(flat), t.derived)
+            thread = Thread(tid, t.name, tid - 1, len(depths) - 1 if size else 0,
+                            size, track, t.derived)
             threads.append(thread)
-            segment_sizes.append(counts)
-            segment_track.append(np.full(len(counts), len(flat), np.int32))
-            flat.append(thread)
-            track_sizes.append(size)
+            flat[track] = thread
         processes.append(Process(pid, plane.name, pid - 1, p_index, threads))
+    for track, (t, _, _) in enumerate(placements):
+        track_source_line.append(t.source_line if isinstance(t.source_line, int) else -1)
+        segment_sizes.append(counts[track])
+        segment_track.append(np.full(len(counts[track]), track, np.int32))
+        track_sizes.append(size_of[track])
     # Every track is placed: their own columns go before the summaries are made beside the
     # index (derived tracks' starts, ends, names and sources: ~40 bytes per derived row,
     # 480 MB at a 10M-event capture). The caller's lists are emptied: it reads none again.
@@ -539,7 +555,7 @@ def _assemble(
     return TraceIndex(
         profile=profile,
         processes=processes,
-        tracks=flat,
+        tracks=[t for t in flat if t is not None],
         track_bounds=np.concatenate([[0], np.cumsum(np.array(track_sizes, np.int64))]),
         names=names,
         columns=columns,

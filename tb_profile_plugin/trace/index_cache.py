@@ -40,7 +40,7 @@ from tb_profile_plugin.xspace.model import Profile
 
 logger = logging.getLogger(__name__)
 
-INDEX_FORMAT_VERSION = 6
+INDEX_FORMAT_VERSION = 7
 _SUFFIX = ".tbpi"
 _WINDOW_SUFFIX = ".tbpw"
 #: The index's arrays, in the entry's order, with the dtype each must have (`source_row`: int32
@@ -127,7 +127,7 @@ def _index_of(profile: Profile, header: dict[str, Any],
     processes = [Process(pid, name, sort_index, plane_index,
                          [Thread(*t) for t in threads])
                  for pid, name, sort_index, plane_index, threads in header["processes"]]
-    tracks = [t for p in processes for t in p.threads]
+    tracks = sorted((t for p in processes for t in p.threads), key=lambda t: t.track)
     names = header["names"]
     track_bounds, segment_bounds = small["track_bounds"], small["segment_bounds"]
     track_source_line = small["track_source_line"]

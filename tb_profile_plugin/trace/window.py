@@ -130,10 +130,12 @@ def trace_set(profiles: Mapping[str, Profile]) -> TraceSet:
     end_ps = 0
     for host, index in indexes.items():
         shift = zero_ps[host] - earliest if aligned else -index.first_ps
-        pids = [pid_offset + p.pid for p in index.processes for _ in p.threads]
-        tids = [t.tid for p in index.processes for t in p.threads]
-        hosts.append(HostTrace(host, index, shift, id_offset, pid_offset,
-                               np.array(pids, np.int64), np.array(tids, np.int64)))
+        pids = np.zeros(len(index.tracks), np.int64)  # per track, in storage order
+        tids = np.zeros(len(index.tracks), np.int64)
+        for p in index.processes:
+            for t in p.threads:
+                pids[t.track], tids[t.track] = pid_offset + p.pid, t.tid
+        hosts.append(HostTrace(host, index, shift, id_offset, pid_offset, pids, tids))
         if len(index):
             end_ps = max(end_ps, index.last_ps + shift)
         id_offset += len(index)

@@ -57,9 +57,16 @@ def test_gpu_tracks_derived_and_ordered() -> None:
     assert [t.name for t in host.threads] == ["python", "tf_data_iterator_resource/3"]
     assert index.num_derived_events == 4
     ids = visible_events(index, 0, 10**12, 0).ids
-    rows = [(index.tracks[int(t)].name, index.names[int(index.name_id[i])],
-             int(index.start_ps[i]) // US, int(index.end_ps[i]) // US)
-            for i, t in zip(ids, index.track_of(ids), strict=True)]
+    shown = {t.track: k for k, t in enumerate(gpu.threads)}  # the GPU's tracks, shown order
+    rows = [row[2:] for row in sorted(
+        (shown[int(t)], int(index.start_ps[i]), index.tracks[int(t)].name,
+         index.names[int(index.name_id[i])],
+         int(index.start_ps[i]) // US, int(index.end_ps[i]) // US)
+        for i, t in zip(ids, index.track_of(ids), strict=True) if int(t) in shown)]
+    # Stored after every line's events (their ids do not depend on the derived tracks).
+    derived = [t for t in index.tracks if t.derived]
+    assert [t.track for t in index.tracks[-len(derived):]] == [t.track for t in derived]
+    assert int(index.track_bounds[derived[0].track]) == len(index) - index.num_derived_events
     # Steps: the overview's step (the host marker holds the device work); its device part
     # below it.
     assert rows[:4] == [
