@@ -304,6 +304,11 @@ def table(results: dict[str, dict[str, Any]]) -> str:
                            f"{old['rss_mb'] * 2**20 / events:.0f} | ")
             lines.append(f"| {name} | {events:,} | {label} | {was}{ours} (load {fig.get('load')})"
                          f" | {theirs} | {ratio} | {rss:,.0f} MB ({per}) |")
+            if work == "trace" and "whole_s" in fig:  # the lines first: then every track
+                whole_was = (f"{old['whole_s']:.2f} s | " if "whole_s" in old else "– | "
+                             ) if before else ""
+                lines.append(f"| {name} | | trace window with every track (derived tracks "
+                             f"made) | {whole_was}{fig['whole_s']:.2f} s | | | |")
             if work == "trace":
                 zoom_was = f"{old.get('pan_zoom_max_ms', '–')} ms | " if before else ""
                 lines.append(f"| {name} | | zoom/pan windows (largest) | {zoom_was}"

@@ -123,13 +123,13 @@ def _time_param(params: Mapping[str, str], key: str, ps_per_unit: float = _PS_PE
 
 
 def _trace(request: ViewRequest) -> TraceSet:
-    return trace_set(_shown(request)[0])
+    return trace_set(_shown(request)[0], lines_first=True)
 
 
 def build(request: ViewRequest) -> dict[str, Any]:
     params = request.params
     profiles, not_shown = _shown(request)
-    trace = trace_set(profiles)
+    trace = trace_set(profiles, lines_first=True)
     span_ms = trace.end_ps / _PS_PER_MS
     start_ms = _time_param(params, "start_time_ms")
     end_ms = _time_param(params, "end_time_ms")
@@ -208,6 +208,15 @@ def build(request: ViewRequest) -> dict[str, Any]:
             diagnostics.info.append(
                 f"{h.host}: {h.index.num_derived_events} events on derived device tracks "
                 "(Steps, TensorFlow Ops, XLA Ops) made from the kernels")
+    for host in trace.derived_pending:
+        diagnostics.info.append(
+            f"{host}: the GPUs' derived tracks (Steps, XLA Modules, framework and XLA ops) are "
+            "being made from the kernels; they appear above the streams when ready (the "
+            "streams and host threads are shown now)")
+    for host, error in trace.derived_errors:
+        diagnostics.errors.append(
+            f"{host}: the GPUs' derived tracks (Steps, XLA Modules, framework and XLA ops) "
+            f"could not be made: {error}; the streams and host threads are shown")
     if not_shown:
         diagnostics.warnings.append(
             f"{len(trace.hosts)} of {len(trace.hosts) + len(not_shown)} hosts shown: the "
@@ -247,6 +256,7 @@ def build(request: ViewRequest) -> dict[str, Any]:
         truncated_events=truncated,
         total_events=trace.total_events,
         derived_events=sum(h.index.num_derived_events for h in trace.hosts),
+        derived_pending=bool(trace.derived_pending),
         returned_events=len(events["id"]),
         filtered_events=filtered,
         processes=_processes(trace),

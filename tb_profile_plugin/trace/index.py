@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,7 @@ from tb_profile_plugin.trace.derived import (
     XLA_OPS,
     derive_tracks,
 )
+from tb_profile_plugin.trace.derived import prepare as prepare_derived
 from tb_profile_plugin.trace.lod import levels_of, summarise
 from tb_profile_plugin.trace.max_ends import RunningMaxEnds
 from tb_profile_plugin.xspace.model import EventMetadataTable, Line, Plane, Profile
@@ -393,8 +395,13 @@ def _line_name_ids(metadata_id: np.ndarray, table: EventMetadataTable, local: np
     return lookup[np.clip(metadata_id, -1, len(lookup) - 1)]  # -1: the last slot, -1
 
 
-def build_index(profile: Profile, *, derived: bool = True) -> TraceIndex:
-    """The index of `profile`'s lines and (`derived`) the GPU planes' derived tracks."""
+def build_index(profile: Profile, *, derived: bool = True,
+                analyses_made: Callable[[], None] | None = None) -> TraceIndex:
+    """The index of `profile`'s lines and (`derived`) the GPU planes' derived tracks;
+    `analyses_made()` is called once the analyses the derived tracks read are made, before the
+    tracks are (the index of the lines alone, trace/lines_first.py, is dropped there: the
+    derived tracks and the whole index's columns are the build's peak, 1.46 GB at 10M
+    events, and it is not held with them)."""
     names = _Names()
     lines: list[tuple[int, Line]] = []
     line_position: dict[int, int] = {}
@@ -425,6 +432,10 @@ def build_index(profile: Profile, *, derived: bool = True) -> TraceIndex:
         if derived and plane_kind(plane.name) == PlaneKind.GPU:
             gpu_planes.append((len(per_process), plane_lines))
         per_process.append((plane, p_index, tracks))
+    if gpu_planes:
+        prepare_derived(profile)
+    if analyses_made is not None:
+        analyses_made()
     # Then the GPU planes' derived tracks, their names numbered after every line's (a line
     # event's name id does not depend on the derived tracks either).
     for k, plane_lines in gpu_planes:
@@ -516,8 +527,14 @@ def _assemble(
     flat: list[Thread | None] = [None] * len(stored)
     for pid, (plane, p_index, tracks) in enumerate(per_process, start=1):
         threads = []
-        for tid, t in enumerate(tracks, start=1):
-            track = storage_of[(pid - 1, tid - 1)]
+        # A line's tid is its place among the process's lines, a derived track's after them
+        # (shown above them by `sort_index`): a line keeps its tid whether or not the index
+        # has the derived tracks (trace/lines_first.py).
+        tids = iter(range(1, len(tracks) + 1))
+        line_tids = {k: next(tids) for k, t in enumerate(tracks) if not t.derived}
+        tid_of = [line_tids[k] if k in line_tids else next(tids) for k in range(len(tracks))]
+        for shown, t in enumerate(tracks):
+            track, tid = storage_of[(pid - 1, shown)], tid_of[shown]
             depths, size = counts[track], size_of[track]
             if len(depths) > MAX_TRACK_DEPTH + 1:
                 raise UnreadableProfile(
@@ -526,7 +543,7 @@ def _assemble(
                     f"{MAX_TRACK_DEPTH:,} (a profiler writes no such nesting for real code: "
                     "identical or zero-length events inside one another); the other views "
                     "read this host")
-            thread = Thread(tid, t.name, tid - 1, len(depths) - 1 if size else 0,
+            thread = Thread(tid, t.name, shown, len(depths) - 1 if size else 0,
                             size, track, t.derived)
             threads.append(thread)
             flat[track] = thread

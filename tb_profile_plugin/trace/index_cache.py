@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.analysis.events.profile_cache import per_profile
+from tb_profile_plugin.analysis.events.profile_cache import forget, per_profile
 from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace.index import IndexColumns, Process, Thread, TraceIndex, build_index
 from tb_profile_plugin.trace.lod import FANOUT
@@ -322,7 +322,8 @@ def _load_or_build(profile: Profile) -> TraceIndex:
     index = load(profile)
     if index is None:
         with cache.quiet():  # the profile's entry, queued by its decode, waits meanwhile
-            index = index_module.build_index(profile)  # looked up at the call: tests count it
+            index = index_module.build_index(  # (looked up at the call: tests count it)
+                profile, analyses_made=lambda: forget(profile, lines_index))
         save(index, later=True)  # written after the first window is answered
     load_first_window(index)
     return index
@@ -331,3 +332,23 @@ def _load_or_build(profile: Profile) -> TraceIndex:
 #: The index of a profile, built once (concurrent callers wait for one build), kept in the disk
 #: cache beside the profile's columns.
 trace_index = per_profile(_load_or_build)
+
+
+def _lines_alone(profile: Profile) -> TraceIndex:
+    with cache.quiet():
+        return index_module.build_index(profile, derived=False)
+
+
+#: The index of a profile's lines alone (trace/lines_first.py), the whole index's prefix; kept
+#: until the whole index's derived tracks are made (`_load_or_build` drops it), never on disk.
+lines_index = per_profile(_lines_alone)
+
+
+def on_disk(profile: Profile) -> bool:
+    """Whether the disk cache holds an entry for the profile's whole index (it may still be
+    found damaged or stale when read)."""
+    where = profile.derived.disk_key
+    if where is None:
+        return False
+    file_key, directory = where
+    return cache.entry_exists(_entry_key(file_key), _SUFFIX, directory)

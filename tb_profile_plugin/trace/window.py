@@ -55,6 +55,7 @@ from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.index import TraceIndex
 from tb_profile_plugin.trace.index_cache import trace_index
+from tb_profile_plugin.trace.lines_first import Shown, shown_index
 from tb_profile_plugin.trace.lod import scan_ranges, segments_view
 from tb_profile_plugin.trace.range_search import search_each, search_ranges
 from tb_profile_plugin.trace.visible import (  # noqa: F401  (DensityBlocks: the answer's type)
@@ -99,6 +100,11 @@ class TraceSet:
     #: `MAX_ALIGNED_SPAN_PS` apart, and each host starts at 0; `clock_span_ps` says how far).
     aligned: bool = True
     clock_span_ps: int = 0
+    #: Hosts whose derived tracks are still being made (trace/lines_first.py): their index
+    #: is their lines' alone for now.
+    derived_pending: tuple[str, ...] = ()
+    #: Per host, why its derived tracks could not be made.
+    derived_errors: tuple[tuple[str, str], ...] = ()
 
     @property
     def total_events(self) -> int:
@@ -112,12 +118,16 @@ class TraceSet:
         return None
 
 
-def trace_set(profiles: Mapping[str, Profile]) -> TraceSet:
+def trace_set(profiles: Mapping[str, Profile], *, lines_first: bool = False) -> TraceSet:
     """The hosts on one time axis, aligned by absolute time; hosts whose clocks are more than
     `MAX_ALIGNED_SPAN_PS` apart (captures of different days in one run, or a host without an
     absolute start time beside one with it) each start at 0 instead (`aligned` False): shown
-    times stay int64 picoseconds and keep their precision as float microseconds."""
-    indexes = {host: trace_index(p) for host, p in profiles.items()}
+    times stay int64 picoseconds and keep their precision as float microseconds.
+    `lines_first`: a big GPU capture's index may be its lines' alone while its derived tracks
+    are made (trace/lines_first.py), else every host's whole index."""
+    shown = {host: shown_index(p) if lines_first else Shown(trace_index(p))
+             for host, p in profiles.items()}
+    indexes = {host: s.index for host, s in shown.items()}
     zero_ps = {h: i.absolute_origin_ns * 1000 for h, i in indexes.items()}
     with_events = [h for h, i in indexes.items() if len(i)]
     earliest = min((zero_ps[h] + indexes[h].first_ps for h in with_events),
@@ -141,7 +151,10 @@ def trace_set(profiles: Mapping[str, Profile]) -> TraceSet:
         id_offset += len(index)
         pid_offset += len(index.processes)
     return TraceSet(hosts, earliest // 1000, end_ps, len(indexes) > 1, aligned,
-                    clock_span_ps)
+                    clock_span_ps,
+                    tuple(h for h, s in shown.items() if s.derived_pending),
+                    tuple((h, s.derived_error) for h, s in shown.items()
+                          if s.derived_error is not None))
 
 
 def density_blocks(

@@ -599,6 +599,11 @@ class Derived:
         self.results[name] = result
         self.measure()
 
+    def drop(self, name: str) -> None:
+        """Forgets the result `name` (one another result made redundant) and counts again."""
+        if self.results.pop(name, None) is not None:
+            self.measure()
+
     def measure(self) -> int:
         """Measures the results again (caches inside them grow after they are built)."""
         seen: set[int] = set()  # results share parts (the forest holds the event table)

@@ -57,9 +57,29 @@ def within_build(call: Callable[[], T]) -> T:
         _depth.value -= 1
 
 
+def _name_of(build: Callable[..., object]) -> str:
+    return f"{build.__module__}.{build.__qualname__}"
+
+
+def built(profile: Profile, cached: Callable[[Profile], T]) -> T | None:
+    """What `cached` (a `per_profile` function) already built for `profile`, else None;
+    builds nothing."""
+    name = _name_of(cached.__wrapped__)  # type: ignore[attr-defined]
+    with _lock:
+        return cast("T | None", profile.derived.results.get(name))
+
+
+def forget(profile: Profile, cached: Callable[[Profile], object]) -> None:
+    """Drops what `cached` built for `profile` (and its bytes from the count); a later call
+    builds it again."""
+    name = _name_of(cached.__wrapped__)  # type: ignore[attr-defined]
+    with _lock:
+        profile.derived.drop(name)
+
+
 def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
     """`build`, memoised in the profile (see the module docstring)."""
-    name = f"{build.__module__}.{build.__qualname__}"
+    name = _name_of(build)
 
     @functools.wraps(build)
     def cached(profile: Profile) -> T:

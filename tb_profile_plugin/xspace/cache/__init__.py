@@ -12,8 +12,8 @@ The package's modules, each importing only modules listed before it:
   array by array (`EntryArrays`, `DamagedEntry`).
 - `writer`: writing entries, now (`save_entry`) or on the writer thread (`save_entry_later`,
   `flush`, `quiet`, `lower_priority`).
-- `lookup`: entries by key (`load`, `load_entry`, `load_entry_lazily`, `LAZY_MIN_BYTES`) and the
-  profile's own entry (`save`, `save_later`).
+- `lookup`: entries by key (`load`, `load_entry`, `entry_exists`, `load_entry_lazily`,
+  `LAZY_MIN_BYTES`) and the profile's own entry (`save`, `save_later`).
 - `lazy`: a profile whose lines' columns are read on first use (`load_lazily`); not imported
   here.
 
@@ -33,6 +33,7 @@ from tb_profile_plugin.xspace.cache.directory import (
 from tb_profile_plugin.xspace.cache.entry import DamagedEntry, EntryArrays
 from tb_profile_plugin.xspace.cache.files import open_regular
 from tb_profile_plugin.xspace.cache.lookup import (
+    entry_exists,
     load,
     load_entry,
     load_entry_lazily,
@@ -50,7 +51,7 @@ from tb_profile_plugin.xspace.cache.writer import (
 
 __all__ = [
     "CACHE_DIR_ENV", "STALE_TMP_S", "DamagedEntry", "EntryArrays", "Special", "cache_dir",
-    "cache_key", "flush", "load", "load_entry", "load_entry_lazily", "lower_priority",
-    "open_regular", "profile_from", "quiet", "save", "save_entry", "save_entry_later",
-    "save_later",
+    "cache_key", "entry_exists", "flush", "load", "load_entry", "load_entry_lazily",
+    "lower_priority", "open_regular", "profile_from", "quiet", "save", "save_entry",
+    "save_entry_later", "save_later",
 ]

@@ -36,7 +36,12 @@ from tb_profile_plugin.xspace.cache.directory import _checked_dir, _Refused, _wa
 from tb_profile_plugin.xspace.cache.entry import EntryArrays, _parse, _parse_lazily
 from tb_profile_plugin.xspace.cache.files import _read_all, _remove, open_regular
 from tb_profile_plugin.xspace.cache.tree import _profile_entry, _profile_of
-from tb_profile_plugin.xspace.cache.writer import _wait_for_write, save_entry, save_entry_later
+from tb_profile_plugin.xspace.cache.writer import (
+    _wait_for_write,
+    save_entry,
+    save_entry_later,
+    write_queued,
+)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -65,6 +70,16 @@ def load_entry(key: str, suffix: str, parse: Callable[[dict[str, Any], list[np.n
     or `parse` raising) is removed."""
     return load_entry_lazily(key, suffix, lambda header, arrays: parse(header, arrays.all()),
                              directory, lazy=False)
+
+
+def entry_exists(key: str, suffix: str, directory: Path | None = None) -> bool:
+    """Whether the entry `<key><suffix>` is there or queued for writing; reading it may still
+    find it damaged (a miss then)."""
+    directory = directory or cache_dir()
+    if directory is None:
+        return False
+    path = directory / f"{key}{suffix}"
+    return write_queued(path) or path.is_file()
 
 
 #: Entries of at least this many bytes are read array by array, when an array is first used

@@ -135,6 +135,12 @@ def flush(timeout_s: float | None = None) -> None:
     concurrent.futures.wait(pending, timeout_s)
 
 
+def write_queued(path: Path) -> bool:
+    """Whether an entry at `path` is queued or being written (`save_entry_later`)."""
+    with _writes_lock:
+        return str(path) in _pending
+
+
 def _wait_for_write(path: Path) -> None:
     """Waits for a queued write of the entry at `path`, if any."""
     with _writes_lock:

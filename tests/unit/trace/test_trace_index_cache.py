@@ -59,9 +59,9 @@ def _no_build(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     built: list[int] = []
     real = index_module.build_index
 
-    def counting(profile):  # type: ignore[no-untyped-def]
+    def counting(profile, **options):  # type: ignore[no-untyped-def]
         built.append(1)
-        return real(profile)
+        return real(profile, **options)
 
     monkeypatch.setattr(index_module, "build_index", counting)
     return built

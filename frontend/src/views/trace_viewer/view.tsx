@@ -9,7 +9,12 @@
  * with several hosts) every host's processes share one time axis, named "<host>: <process>".
  * Controls: interaction.ts (and frontend/README.md).
  *
- * Hooks: trace-viewer (data-loading "true" while a window loads, data-total-events),
+ * A big GPU capture's first document may come before the server made the GPUs' derived
+ * tracks (`derived_pending`: its streams and threads alone): the page asks again every second
+ * and, once they are made, draws the timeline again with them, at the view the user is at.
+ *
+ * Hooks: trace-viewer (data-loading "true" while a window loads, data-derived-pending "true"
+ * until the derived tracks are drawn, data-total-events),
  * trace-canvas, trace-scroller, trace-counts, trace-loading, trace-error,
  * trace-measure-mode (aria-pressed), trace-measure (data-duration-us), trace-reset,
  * trace-collapse-all, trace-expand-all, trace-empty, trace-hover (the note beside the pointer:
@@ -20,7 +25,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { getJson, routeUrl } from "../../api";
 import { DiagnosticsPanel } from "../diagnostics";
 import { formatCount } from "../format";
-import { diagnosticsOf, type ViewProps } from "../types";
+import { diagnosticsOf, type ViewDocument, type ViewProps } from "../types";
 import { TraceController, type HoverInfo } from "./controller";
 import { parseWindow, type TraceWindow } from "./data";
 import { EventDetails } from "./details";
@@ -75,8 +80,42 @@ function HoverNote({ hover }: { hover: HoverInfo }) {
   );
 }
 
-export function TraceViewer({ doc, run, host }: ViewProps) {
+/**
+ * The document the timeline starts from: the page's, and, while the server is still making
+ * the GPUs' derived tracks (Steps, XLA Modules, op tracks: `derived_pending`, a big GPU
+ * capture's first windows show its streams and threads alone), the whole-span window asked
+ * again every DERIVED_POLL_MS until they are made.
+ */
+function useWholeDocument(pageDoc: ViewDocument, run: string, host: string): ViewDocument {
+  const [doc, setDoc] = useState<ViewDocument>(pageDoc);
+  useEffect(() => setDoc(pageDoc), [pageDoc]);
+  useEffect(() => {
+    if ((doc as unknown as Record<string, unknown>)["derived_pending"] !== true) return undefined;
+    const abort = new AbortController();
+    const timer = window.setTimeout(() => {
+      getJson<ViewDocument>(routeUrl("data", { run, tag: VIEW, host }), abort.signal).then(
+        (next) => setDoc(next),
+        () => {
+          if (!abort.signal.aborted) setDoc({ ...doc }); // (a failed ask: asked again)
+        },
+      );
+    }, DERIVED_POLL_MS);
+    return () => {
+      window.clearTimeout(timer);
+      abort.abort();
+    };
+  }, [doc, run, host]);
+  return doc;
+}
+
+/** How often the page asks whether the derived tracks are made (useWholeDocument). */
+const DERIVED_POLL_MS = 1000;
+
+export function TraceViewer({ doc: pageDoc, run, host }: ViewProps) {
+  const doc = useWholeDocument(pageDoc, run, host);
   const initial = useMemo(() => parseWindow(doc), [doc]);
+  /** The view shown before the timeline was made again (the derived tracks came), kept. */
+  const keptViewRef = useRef<{ run: string; host: string; view: TimeView } | null>(null);
   const scrollerRef = useRef<HTMLDivElement>(null);
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const spacerRef = useRef<HTMLDivElement>(null);
@@ -129,6 +168,8 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
       },
     );
     controllerRef.current = controller;
+    const kept = keptViewRef.current;
+    if (kept !== null && kept.run === run && kept.host === host) controller.setView(kept.view);
     const detach = attachInteraction(controller, scroller, canvas, {
       measureMode: () => measureModeRef.current,
     });
@@ -138,6 +179,7 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
     if (active === null || active === document.body || active === scroller)
       scroller.focus({ preventScroll: true });
     return () => {
+      keptViewRef.current = { run, host, view: controller.view };
       detach();
       controller.dispose();
       controllerRef.current = null;
@@ -155,6 +197,9 @@ export function TraceViewer({ doc, run, host }: ViewProps) {
       class="trace-viewer"
       data-testid="trace-viewer"
       data-loading={busy ? "true" : "false"}
+      data-derived-pending={
+        (doc as unknown as Record<string, unknown>)["derived_pending"] === true ? "true" : "false"
+      }
       data-total-events={String(win.totalEvents)}
     >
       <div class="view-toolbar trace-toolbar">
