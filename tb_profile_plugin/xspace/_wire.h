@@ -23,7 +23,9 @@ typedef struct {
     int error;
 } Reader;
 
-static inline uint64_t read_varint(Reader *r) {
+/* The byte-at-a-time reader: at most 10 bytes (the 10th's low bit is the value's bit 63);
+ * a varint running past the end, or past 10 bytes (overlong), sets `error`. */
+static inline uint64_t read_varint_bytes(Reader *r) {
     uint64_t value = 0;
     int shift = 0;
     while (r->p < r->end) {
@@ -37,6 +39,32 @@ static inline uint64_t read_varint(Reader *r) {
     return 0;
 }
 
+/* A varint as read_varint_bytes reads it, faster: one byte (a tag, an id, a length: most of
+ * them) at once; one of 2 to 8 bytes from one 8-byte load where 8 bytes are left, its 7-bit
+ * groups gathered by three shift-and-mask steps (no loop, no branch per byte); longer ones,
+ * and those near the end, byte at a time (the same value or error). */
+static inline uint64_t read_varint(Reader *r) {
+    const uint8_t *p = r->p;
+    if (__builtin_expect(p < r->end && *p < 0x80, 1)) {
+        r->p = p + 1;
+        return *p;
+    }
+    if (r->end - p >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        uint64_t ends = ~word & 0x8080808080808080ULL;  /* (little-endian: byte i, bit 8i+7) */
+        if (ends) {
+            uint64_t x = word & (ends ^ (ends - 1)) & 0x7F7F7F7F7F7F7F7FULL;  /* its bytes */
+            x = (x & 0x007F007F007F007FULL) | ((x & 0x7F007F007F007F00ULL) >> 1);
+            x = (x & 0x00003FFF00003FFFULL) | ((x & 0x3FFF00003FFF0000ULL) >> 2);
+            x = (x & 0x000000000FFFFFFFULL) | ((x & 0x0FFFFFFF00000000ULL) >> 4);
+            r->p = p + (__builtin_ctzll(ends) >> 3) + 1;
+            return x;
+        }
+    }
+    return read_varint_bytes(r);
+}
+
 /* Passes over a varint (one 8-byte load where 8 bytes are left and it ends in them). */
 static inline void skip_varint(Reader *r) {
     if (r->end - r->p >= 8) {
@@ -48,7 +76,7 @@ static inline void skip_varint(Reader *r) {
             return;
         }
     }
-    read_varint(r);
+    read_varint_bytes(r);
 }
 
 /* Skips one field's value of the given wire type; returns 0 on malformed input. */
