@@ -138,12 +138,13 @@ def derive_tracks(profile: Profile, plane_index: int,
     return tracks
 
 
-def prepare(profile: Profile) -> None:
-    """Builds the analyses every plane's `derive_tracks` reads (the host analysis' steps, the
-    event forest, the XLA executions, the canonical columns), so that what the caller holds
-    meanwhile can be dropped before the tracks themselves are made (trace/index.py
-    `build_index`'s `analyses_made`)."""
-    profile_steps(profile).core_steps  # noqa: B018 - built and kept with the profile
+def prepare(profile: Profile, steps: bool = True) -> None:
+    """Builds the analyses every plane's `derive_tracks` reads (the host analysis' steps, with
+    `steps`: some plane derives a Steps track; the event forest, the XLA executions, the
+    canonical columns), so that what the caller holds meanwhile can be dropped before the
+    tracks themselves are made (trace/index.py `build_index`'s `analyses_made`)."""
+    if steps:
+        profile_steps(profile).core_steps  # noqa: B018 - built and kept with the profile
     profile_executions(profile)
     profile_forest(profile).table.canonical  # noqa: B018
 

@@ -146,7 +146,7 @@ class IndexColumns:
 class TraceIndex:
     profile: Profile
     processes: list[Process]
-    tracks: list[Thread]  # in storage order (by pid, then tid)
+    tracks: list[Thread]  # in storage order (module docstring, "Storage")
     track_bounds: np.ndarray  # int64, len(tracks) + 1: events of track t
     names: list[str]
     #: start_ps, end_ps (int64), name_id (int32), source_row (int32, int64 from 2^31 events:
@@ -433,7 +433,8 @@ def build_index(profile: Profile, *, derived: bool = True,
             gpu_planes.append((len(per_process), plane_lines))
         per_process.append((plane, p_index, tracks))
     if gpu_planes:
-        prepare_derived(profile)
+        prepare_derived(profile, steps=any(
+            STEPS not in _written_tracks(per_process[k][0]) for k, _ in gpu_planes))
     if analyses_made is not None:
         analyses_made()
     # Then the GPU planes' derived tracks, their names numbered after every line's (a line
@@ -450,6 +451,11 @@ def build_index(profile: Profile, *, derived: bool = True,
     return _assemble(profile, per_process, list(names.index), lines)
 
 
+def _written_tracks(plane: Plane) -> set[str]:
+    """The names of the plane's own lines above the streams (Steps, TensorFlow Ops, ...)."""
+    return {ln.name for ln in plane.lines if _is_track_line(plane, ln)}
+
+
 def _with_derived_tracks(profile: Profile, p_index: int, plane_lines: list[Line],
                          tracks: list[_Track], names: _Names,
                          line_position: dict[int, int]) -> list[_Track]:
@@ -458,7 +464,7 @@ def _with_derived_tracks(profile: Profile, p_index: int, plane_lines: list[Line]
     derived only where no line of that name exists. (A function of its own: nothing of the
     derived tracks stays in the caller's frame once the index owns them.)"""
     plane = profile.planes[p_index]
-    written = {ln.name for ln in plane.lines if _is_track_line(plane, ln)}
+    written = _written_tracks(plane)
     derived = []
     for d in derive_tracks(profile, p_index, written):
         pos = np.array([line_position[id(ln)] for _, ln in d.table.lines], np.int32)

@@ -340,7 +340,8 @@ def _lines_alone(profile: Profile) -> TraceIndex:
 
 
 #: The index of a profile's lines alone (trace/lines_first.py), the whole index's prefix; kept
-#: until the whole index's derived tracks are made (`_load_or_build` drops it), never on disk.
+#: until the analyses the whole index's derived tracks read are made (`_load_or_build` drops it
+#: then), never on disk.
 lines_index = per_profile(_lines_alone)
 
 

@@ -4,12 +4,15 @@ A GPU plane's derived tracks (trace/derived.py: Steps, XLA Modules, framework an
 the host analysis' steps, the event forest and the canonical columns: on an 8-GPU capture of
 10M events, three quarters of the whole index's build. The lines' own tracks need none of it.
 So for a profile of `lines_first_min_events()` events or more with a GPU plane, and no whole
-index yet (in memory or in the disk cache), a window is answered from the index of the lines
-alone (`index_cache.lines_index`, the whole index's prefix: the same ids, columns and names,
-trace/index.py "Storage"), while the whole index is built on a thread of its own. The document
-says `derived_pending` and the page asks for its window again until it is not; the derived
-tracks then appear above the streams. Details and search read the index the windows read; an
-export (commands/export.py) waits for the whole one.
+index yet (in memory or in the disk cache), kept by the store, shown alone (not among a run's
+hosts: the ids of the hosts after it would move when its derived tracks come), and asked by a
+request of the server (the command line waits for the whole index), a window is answered from
+the index of the lines alone (`index_cache.lines_index`, the whole index's prefix: the same
+ids, columns, names and tids, trace/index.py "Storage"), while the whole index is built on a
+thread of its own. The document says `derived_pending` and the page asks for the whole span
+again until it is not, then draws the timeline with the derived tracks above the streams.
+Details and search read the index the windows read; an export (commands/export.py) waits
+for the whole one.
 
 The whole index's build drops the lines index once the analyses its derived tracks read are
 made (most of its time), so that it is not held with the derived tracks and the whole index's
@@ -27,7 +30,7 @@ import threading
 from dataclasses import dataclass
 
 from tb_profile_plugin import request_budget
-from tb_profile_plugin.analysis.events.profile_cache import built
+from tb_profile_plugin.analysis.events.profile_cache import built, forget
 from tb_profile_plugin.continuations import continue_seconds
 from tb_profile_plugin.trace import index_cache
 from tb_profile_plugin.trace.index import TraceIndex
@@ -77,18 +80,27 @@ class _WholeBuild:
         return 0
 
     def _run(self, profile: Profile) -> None:
+        # As long as a request may build (continuing past it, or a request's own budget when
+        # continuing is off): no client waits, so nothing else stops it.
+        seconds = max(continue_seconds(), request_budget.request_seconds())
         try:
-            with request_budget.bounded(continue_seconds(), None, "the trace's derived tracks"):
+            with request_budget.bounded(seconds, None, "the trace's derived tracks"):
                 trace_index(profile)
         except Exception as exc:  # noqa: BLE001 - the windows show the lines and say why
             logger.warning("the trace's derived tracks were not made: %s", exc)
             self.error = str(exc) or type(exc).__name__
         finally:
+            # The lines index is the whole one's prefix: never kept beside it (the build
+            # drops it once its analyses are made; one made again meanwhile goes now).
+            forget(profile, lines_index)
             self.done.set()
+            if not _kept(profile):  # the store let the profile go meanwhile: what the build
+                profile.derived.clear()  # added would hold it in a cycle (store.py)
 
 
 _WHOLE_BUILD = f"{__name__}._WholeBuild"
 _start_lock = threading.Lock()
+_first_lock = threading.Lock()
 
 
 def _started(profile: Profile) -> _WholeBuild | None:
@@ -108,8 +120,18 @@ def _start(profile: Profile) -> _WholeBuild:
         return build
 
 
+def _kept(profile: Profile) -> bool:
+    """Whether the store keeps the profile (and so its results) past the request."""
+    return profile.derived.on_grow is not None
+
+
 def _lines_first(profile: Profile) -> bool:
-    return (profile.num_events >= lines_first_min_events()
+    """Whether the profile's first windows come from its lines (module docstring): a request
+    of the server (the command line and scripts wait for the whole index), on a profile the
+    store keeps (a later window finds what the build made), big, with a GPU plane, and no
+    whole index on disk."""
+    return (request_budget.active() and _kept(profile)
+            and profile.num_events >= lines_first_min_events()
             and any(plane.lines and plane_kind(plane.name) == PlaneKind.GPU
                     for plane in profile.planes)
             and not index_cache.on_disk(profile))
@@ -127,8 +149,10 @@ def shown_index(profile: Profile) -> Shown:
     if build is None:
         if not _lines_first(profile):
             return Shown(trace_index(profile))
-        lines = lines_index(profile)
-        build = _start(profile)
+        with _first_lock:  # (one first request makes the lines and starts the build)
+            build = _started(profile)
+            lines = built(profile, lines_index) if build else lines_index(profile)
+            build = build or _start(profile)
     else:
         lines = built(profile, lines_index)
     if build.error is not None:  # (lines dropped by a build that failed after: made again)

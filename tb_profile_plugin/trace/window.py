@@ -123,9 +123,11 @@ def trace_set(profiles: Mapping[str, Profile], *, lines_first: bool = False) -> 
     `MAX_ALIGNED_SPAN_PS` apart (captures of different days in one run, or a host without an
     absolute start time beside one with it) each start at 0 instead (`aligned` False): shown
     times stay int64 picoseconds and keep their precision as float microseconds.
-    `lines_first`: a big GPU capture's index may be its lines' alone while its derived tracks
-    are made (trace/lines_first.py), else every host's whole index."""
-    shown = {host: shown_index(p) if lines_first else Shown(trace_index(p))
+    `lines_first`: a big GPU capture shown alone may have its lines' index alone while its
+    derived tracks are made (trace/lines_first.py), else every host's whole index."""
+    # (One host alone: another host's ids would move when this one's derived tracks come.)
+    alone = lines_first and len(profiles) == 1
+    shown = {host: shown_index(p) if alone else Shown(trace_index(p))
              for host, p in profiles.items()}
     indexes = {host: s.index for host, s in shown.items()}
     zero_ps = {h: i.absolute_origin_ns * 1000 for h, i in indexes.items()}

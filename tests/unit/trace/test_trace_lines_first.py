@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tb_profile_plugin import continuations, request_budget
 from tb_profile_plugin.analysis.events.profile_cache import built
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.json_text import json_text
 from tb_profile_plugin.tools import registry
 from tb_profile_plugin.tools.trace_viewer import event
-from tb_profile_plugin.trace import derived as derived_module
 from tb_profile_plugin.trace import index as index_module
 from tb_profile_plugin.trace import lines_first
 from tb_profile_plugin.trace.index import build_index
@@ -53,7 +53,8 @@ def test_the_lines_index_is_the_whole_index_prefix(capture: str) -> None:
     assert all(t.derived for t in whole.tracks[len(lines.tracks):])
     assert [p.name for p in whole.processes] == [p.name for p in lines.processes]
     for full, alone in zip(whole.processes, lines.processes, strict=True):
-        assert [t.name for t in full.threads if not t.derived] == [t.name for t in alone.threads]
+        assert [(t.name, t.tid, t.track) for t in full.threads if not t.derived] == [
+            (t.name, t.tid, t.track) for t in alone.threads]
 
 
 # The first windows of a big GPU capture (trace/lines_first.py): its lines first, then all.
@@ -61,9 +62,11 @@ def test_the_lines_index_is_the_whole_index_prefix(capture: str) -> None:
 CONV = next((DATA / "jax_gpu_conv").glob("**/*.xplane.pb"))
 
 
-def _window(profile: Any, **params: str) -> dict[str, Any]:
-    return registry.VIEWS["trace_viewer"].build(
-        registry.ViewRequest("r", "h", {"h": profile}, params))
+def _window(profile: Any, hosts: int = 1, **params: str) -> dict[str, Any]:
+    """The trace window as the server builds it (a request under its budget)."""
+    with request_budget.bounded(60):
+        return registry.VIEWS["trace_viewer"].build(
+            registry.ViewRequest("r", "h", {f"h{k}": profile for k in range(hosts)}, params))
 
 
 def _until_whole(profile: Any) -> dict[str, Any]:
@@ -97,14 +100,20 @@ def lines_first_always(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def test_a_big_gpu_capture_shows_its_lines_first_then_every_track(
         lines_first_always: None, monkeypatch: pytest.MonkeyPatch) -> None:
     release = threading.Event()
-    real_prepare = derived_module.prepare
+    real_prepare = index_module.prepare_derived
+    real_derive = index_module.derive_tracks
+    lines_when_derived = []
 
-    def held(profile: Any) -> None:  # the analyses take a while (10M events: ~5 s)
+    def held(profile: Any, steps: bool = True) -> None:  # the analyses (10M events: ~5 s)
         assert release.wait(30)
-        real_prepare(profile)
+        real_prepare(profile, steps)
 
-    monkeypatch.setattr(derived_module, "prepare", held)
+    def derive(profile: Any, *args: Any) -> Any:  # the lines index is gone by then
+        lines_when_derived.append(built(profile, lines_index))
+        return real_derive(profile, *args)
+
     monkeypatch.setattr(index_module, "prepare_derived", held)
+    monkeypatch.setattr(index_module, "derive_tracks", derive)
     profile = ProfileStore().open(str(CONV))
     first = _window(profile)
     again = _window(profile)  # still the lines: the page asks again meanwhile
@@ -123,9 +132,12 @@ def test_a_big_gpu_capture_shows_its_lines_first_then_every_track(
     assert {t for t in _threads(whole) if not t[2]} == set(_threads(first))
     assert any(derived for _, _, derived in _threads(whole))
     # A line event keeps its id: the lines' index is the whole one's prefix.
-    events_whole = _events(whole)
-    for event_id, what in _events(first).items():
-        assert events_whole.get(event_id, what) == what
+    events_whole, events_first = _events(whole), _events(first)
+    common = events_first.keys() & events_whole.keys()
+    assert len(common) > len(events_first) // 2  # (a window of 1600 px: most come again)
+    assert all(events_whole[i] == events_first[i] for i in common)
+    # The lines' index was dropped before the derived tracks were made (not held with them).
+    assert lines_when_derived and all(lines is None for lines in lines_when_derived)
     # Its job done, the lines' index is dropped (its bytes too).
     assert built(profile, lines_index) is None
     assert all("_lines_alone" not in name for name in profile.derived.results)
@@ -157,7 +169,7 @@ def test_a_small_capture_or_one_on_disk_is_shown_whole_at_once(
 
 def test_derived_tracks_that_fail_leave_the_lines_and_say_why(
         lines_first_always: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing(profile: Any) -> None:
+    def failing(profile: Any, steps: bool = True) -> None:
         raise UnreadableProfile("a crafted step table")
 
     monkeypatch.setattr(index_module, "prepare_derived", failing)
@@ -167,3 +179,27 @@ def test_derived_tracks_that_fail_leave_the_lines_and_say_why(
     assert any("could not be made: a crafted step table" in text
                for text in doc["diagnostics"]["errors"])
     assert _window(profile)["diagnostics"]["errors"] == doc["diagnostics"]["errors"]
+
+
+@pytest.mark.parametrize("case", ["command line", "several hosts", "not kept", "continuing off"])
+def test_whole_at_once_where_the_lines_first_would_not_do(
+        lines_first_always: None, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """The command line (no request: nothing asks again), a run's several hosts (the ids of a
+    host after it would move), a profile the store does not keep (what the build made would go
+    with the request) get the whole index at once; with continuing off the build runs under a
+    request's budget instead, and makes the derived tracks."""
+    store = ProfileStore(max_bytes=0) if case == "not kept" else ProfileStore()
+    profile = store.open(str(CONV))
+    if case == "command line":
+        doc = registry.VIEWS["trace_viewer"].build(
+            registry.ViewRequest("r", "h", {"h": profile}, {}))
+    elif case == "several hosts":
+        doc = _window(profile, hosts=2)
+    elif case == "not kept":
+        doc = _window(profile)
+    else:
+        monkeypatch.setenv(continuations.CONTINUE_SECONDS_ENV, "0")
+        _window(profile)
+        doc = _until_whole(profile)
+    assert not doc["derived_pending"] and doc["derived_events"] > 0
+    assert not doc["diagnostics"]["errors"]

@@ -1,7 +1,8 @@
 /**
  * One window of the trace (the `data?tag=trace_viewer` document), parsed into typed columns.
  *
- * The server sends parallel arrays sorted by (pid, tid, start) (docs/api.md, "trace_viewer").
+ * The server sends parallel arrays grouped by track, each (pid, tid)'s events together in start
+ * order (docs/api.md, "trace_viewer").
  * They become Float64Array / Int32Array columns, and every track row (pid, tid, depth) gets
  * the indices of its events in start order, so drawing a row is a binary search for the first
  * visible event and a walk to the last. Nothing here trusts the document's shape: a missing
@@ -190,7 +191,7 @@ function span(value: unknown, fallback: readonly [number, number]): readonly [nu
     : fallback;
 }
 
-/** Groups event indices by row; events arrive sorted by (pid, tid, start), so each row is too. */
+/** Groups event indices by row; each (pid, tid)'s events arrive together in start order. */
 function groupRows(
   pid: Int32Array,
   tid: Int32Array,

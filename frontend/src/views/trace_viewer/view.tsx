@@ -11,11 +11,12 @@
  *
  * A big GPU capture's first document may come before the server made the GPUs' derived
  * tracks (`derived_pending`: its streams and threads alone): the page asks again every second
- * and, once they are made, draws the timeline again with them, at the view the user is at.
+ * (backing off after a failed ask, stopping after 8 in a row with trace-derived-error) and,
+ * once they are made, draws the timeline again with them, at the view the user is at.
  *
  * Hooks: trace-viewer (data-loading "true" while a window loads, data-derived-pending "true"
  * until the derived tracks are drawn, data-total-events),
- * trace-canvas, trace-scroller, trace-counts, trace-loading, trace-error,
+ * trace-canvas, trace-scroller, trace-counts, trace-loading, trace-error, trace-derived-error,
  * trace-measure-mode (aria-pressed), trace-measure (data-duration-us), trace-reset,
  * trace-collapse-all, trace-expand-all, trace-empty, trace-hover (the note beside the pointer:
  * data-kind block/event/thread, data-count); search.tsx and details.tsx list theirs;
@@ -84,35 +85,64 @@ function HoverNote({ hover }: { hover: HoverInfo }) {
  * The document the timeline starts from: the page's, and, while the server is still making
  * the GPUs' derived tracks (Steps, XLA Modules, op tracks: `derived_pending`, a big GPU
  * capture's first windows show its streams and threads alone), the whole-span window asked
- * again every DERIVED_POLL_MS until they are made.
+ * again every DERIVED_POLL_MS: only the answer with the derived tracks replaces the document
+ * (the timeline is made again once). A failed ask is tried again later, up to
+ * DERIVED_POLL_FAILURES in a row; then `failed` says why.
  */
-function useWholeDocument(pageDoc: ViewDocument, run: string, host: string): ViewDocument {
+function useWholeDocument(
+  pageDoc: ViewDocument,
+  run: string,
+  host: string,
+): { doc: ViewDocument; failed: string | null } {
   const [doc, setDoc] = useState<ViewDocument>(pageDoc);
-  useEffect(() => setDoc(pageDoc), [pageDoc]);
+  const [asks, setAsks] = useState(0);
+  const [failures, setFailures] = useState(0);
+  const [failed, setFailed] = useState<string | null>(null);
+  useEffect(() => {
+    setDoc(pageDoc);
+    setFailures(0);
+    setFailed(null);
+  }, [pageDoc]);
   useEffect(() => {
     if ((doc as unknown as Record<string, unknown>)["derived_pending"] !== true) return undefined;
+    if (failures >= DERIVED_POLL_FAILURES) return undefined;
     const abort = new AbortController();
     const timer = window.setTimeout(() => {
       getJson<ViewDocument>(routeUrl("data", { run, tag: VIEW, host }), abort.signal).then(
-        (next) => setDoc(next),
-        () => {
-          if (!abort.signal.aborted) setDoc({ ...doc }); // (a failed ask: asked again)
+        (next) => {
+          setFailures(0);
+          if ((next as unknown as Record<string, unknown>)["derived_pending"] === true) {
+            setAsks((n) => n + 1); // still being made: ask again, the timeline left alone
+          } else {
+            setDoc(next);
+          }
+        },
+        (error: unknown) => {
+          if (abort.signal.aborted) return;
+          setFailures((n) => n + 1);
+          setFailed(
+            `The derived tracks could not be fetched: ${
+              error instanceof Error ? error.message : String(error)
+            }`,
+          );
         },
       );
-    }, DERIVED_POLL_MS);
+    }, DERIVED_POLL_MS * 2 ** Math.min(failures, 4));
     return () => {
       window.clearTimeout(timer);
       abort.abort();
     };
-  }, [doc, run, host]);
-  return doc;
+  }, [doc, asks, failures, run, host]);
+  return { doc, failed: failures >= DERIVED_POLL_FAILURES ? failed : null };
 }
 
 /** How often the page asks whether the derived tracks are made (useWholeDocument). */
 const DERIVED_POLL_MS = 1000;
+/** Failed asks in a row after which the page stops asking (and says why). */
+const DERIVED_POLL_FAILURES = 8;
 
 export function TraceViewer({ doc: pageDoc, run, host }: ViewProps) {
-  const doc = useWholeDocument(pageDoc, run, host);
+  const { doc, failed: derivedFailed } = useWholeDocument(pageDoc, run, host);
   const initial = useMemo(() => parseWindow(doc), [doc]);
   /** The view shown before the timeline was made again (the derived tracks came), kept. */
   const keptViewRef = useRef<{ run: string; host: string; view: TimeView } | null>(null);
@@ -268,6 +298,11 @@ export function TraceViewer({ doc: pageDoc, run, host }: ViewProps) {
       {error !== null ? (
         <p class="error-text trace-error" data-testid="trace-error" role="alert">
           Could not load this part of the trace: {error}
+        </p>
+      ) : null}
+      {derivedFailed !== null ? (
+        <p class="error-text trace-error" data-testid="trace-derived-error" role="alert">
+          {derivedFailed} (the streams and host threads are shown; reload the page to try again)
         </p>
       ) : null}
       {empty ? (
