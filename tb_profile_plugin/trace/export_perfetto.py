@@ -29,6 +29,7 @@ from typing import IO
 
 import numpy as np
 
+from tb_profile_plugin.trace.index import Thread
 from tb_profile_plugin.trace.window import TraceSet
 from tb_profile_plugin.trace.wire import VARINT, Rows, int_field, key, len_field
 
@@ -40,6 +41,12 @@ _NEEDS_STATE = 2
 _CHUNK_EVENTS = 200_000
 _TRACK_UUID_BASE = 1 << 20
 
+
+def _shown_tid(thread: Thread) -> int:
+    """The thread's tid in the file: its place in the order shown. The file carries no sort
+    order of threads, and the index's tids put the derived device tracks after the streams
+    (the trace viewer shows them above, by `sort_index`)."""
+    return thread.sort_index + 1
 
 def _packet(body: bytes) -> bytes:
     return len_field(1, body)
@@ -102,8 +109,8 @@ def write_perfetto(trace: TraceSet, out: IO[bytes]) -> int:
                 3, int_field(1, pid) + len_field(6, name.encode("utf-8"))))
             out.write(_packet(len_field(60, descriptor)))
             for t in p.threads:
-                track_uuid = process_uuid + t.tid
-                thread = int_field(1, pid) + int_field(2, t.tid) + len_field(
+                track_uuid = process_uuid + _shown_tid(t)
+                thread = int_field(1, pid) + int_field(2, _shown_tid(t)) + len_field(
                     5, t.name.encode("utf-8"))
                 out.write(_packet(len_field(60, int_field(1, track_uuid) + int_field(
                     5, process_uuid) + len_field(4, thread))))
@@ -115,7 +122,7 @@ def write_perfetto(trace: TraceSet, out: IO[bytes]) -> int:
             for t in p.threads:
                 lo, hi = int(index.track_bounds[t.track]), int(index.track_bounds[t.track + 1])
                 event, is_begin = _slice_order(index.start_ps[lo:hi], index.end_ps[lo:hi])
-                uuid = _TRACK_UUID_BASE + pid * _TRACK_UUID_BASE + t.tid
+                uuid = _TRACK_UUID_BASE + pid * _TRACK_UUID_BASE + _shown_tid(t)
                 for c in range(0, len(event), 2 * _CHUNK_EVENTS):
                     e = event[c : c + 2 * _CHUNK_EVENTS] + lo
                     b = is_begin[c : c + 2 * _CHUNK_EVENTS]
