@@ -65,8 +65,8 @@ class Shown:
 
 
 class _WholeBuild:
-    """The whole index's build on a thread of its own, under a budget of `continue_seconds`
-    and no client (no request waits for it)."""
+    """The whole index's build on a thread of its own, under a budget of its own and no
+    client (no request waits for it)."""
 
     def __init__(self, profile: Profile) -> None:
         self.done = threading.Event()
