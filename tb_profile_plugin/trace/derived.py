@@ -157,16 +157,27 @@ def _plane_canonical(profile: Profile, plane_index: int) -> CanonicalColumns:
     full = profile_forest(profile).table
     canon = full.canonical
     # Both tables list this plane's lines in the same order, so rows correspond.
-    rows = full.plane_index == plane_index
-    count = int(np.count_nonzero(rows))
+    rows = _plane_rows(full, plane_index)
+    count = len(full.plane_index[rows])
     columns: dict[str, Any] = {f.name: _rows_of(getattr(canon, f.name), rows, count)
                                for f in fields(canon)
                                if isinstance(getattr(canon, f.name), np.ndarray)}
-    return replace(canon, **columns, made_device_ps=[],
-                   trace_durations=lambda: full.durations_of(rows))
+    return replace(canon, **columns, made_device_ps=[], trace_durations=lambda: full.durations_of(
+        np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows))
 
 
-def _rows_of(column: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+def _plane_rows(full: EventTable, plane_index: int) -> slice | np.ndarray:
+    """The rows of the profile table that are the plane's: one range where they are together
+    (the table lists its planes' lines one plane after another), so that its columns are read
+    as views, not copied per plane; else a mask."""
+    mask = full.plane_index == plane_index
+    at = np.flatnonzero(mask)
+    if len(at) == 0 or int(at[-1]) - int(at[0]) + 1 == len(at):
+        return slice(int(at[0]), int(at[-1]) + 1) if len(at) else slice(0, 0)
+    return mask
+
+
+def _rows_of(column: np.ndarray, rows: slice | np.ndarray, count: int) -> np.ndarray:
     """`column[rows]`; a column no line wrote (one shared value, stride 0) stays one value."""
     if column.ndim == 1 and column.strides == (0,):
         return np.broadcast_to(column[:1], (count,)) if count else column[:0]
@@ -178,7 +189,7 @@ def _plane_executions(profile: Profile, plane_index: int) -> np.ndarray:
     executions = profile_executions(profile)
     full = profile_forest(profile).table
     # Both tables list this plane's lines in the same order, so rows correspond.
-    return executions.event_execution[full.plane_index == plane_index]
+    return executions.event_execution[_plane_rows(full, plane_index)]
 
 
 def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
@@ -267,8 +278,7 @@ def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrac
         forest = profile_forest(profile)
         full = forest.table
         # Both tables list this plane's lines in the same order, so rows correspond.
-        plane_rows = np.flatnonzero(full.plane_index == plane_index)
-        group = forest.group_id[plane_rows]
+        group = forest.group_id[_plane_rows(full, plane_index)]
         step_num = forest.step_num
         if not np.any(group >= 0):
             group, step_num = _execution_step_of(profile, table), None
