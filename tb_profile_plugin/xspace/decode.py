@@ -266,8 +266,15 @@ def _decode_planes(
         with budget.walking(span[1] - span[0]):  # (the large walks are the peak)
             return _decode_line(lambda: source.read(span[0], span[1]), pure, on_device[span])
 
-    lines = column_threads.map_lines(decode, spans, 0 if pure else size)
-    # (the numpy walk holds the GIL: one thread)
+    # The largest lines first, so that the threads finish together (in file order the 8-GPU
+    # 10M capture's last 117 MB stream was walked alone: 1.62 s where 1.49 s would do); the
+    # results in file order. (The numpy walk holds the GIL: one thread.)
+    order = sorted(range(len(spans)), key=lambda k: spans[k][0] - spans[k][1])
+    walked = column_threads.map_lines(decode, [spans[k] for k in order], 0 if pure else size)
+    lines: list[_RawLine] = [walked[0]] * len(spans) if walked else []
+    for k, line in zip(order, walked, strict=True):
+        lines[k] = line
+    del walked
     decoded, at = [], 0
     for head, plane in zip(heads, line_spans, strict=True):
         decoded.append((head, lines[at : at + len(plane)]))
