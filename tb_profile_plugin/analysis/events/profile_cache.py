@@ -131,7 +131,7 @@ def _build_nested(profile: Profile) -> Nested:
 
 #: The event table and nesting of `profile`.
 profile_nested = per_profile(_build_nested)
-_NESTED = f"{_build_nested.__module__}.{_build_nested.__qualname__}"
+_NESTED = _name_of(_build_nested)
 
 
 def _build_forest(profile: Profile) -> Forest:

@@ -51,3 +51,29 @@ def test_lines_over_the_budget_walk_one_at_a_time() -> None:
 def test_small_lines_never_wait() -> None:
     small = decode.LARGE_LINE_BYTES - 1
     assert _most_at_once(64 * MIB, [100 * MIB, small, small, small]) == 4
+
+
+def test_the_largest_lines_are_walked_first_and_kept_in_file_order(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`_decode_planes` hands the threads the lines largest first (they finish together), and
+    the profile has its lines in the file's order all the same."""
+    from pathlib import Path
+
+    from tb_profile_plugin import column_threads
+
+    capture = next((Path(__file__).resolve().parents[2] / "data" / "jax_gpu_conv")
+                   .glob("**/*.xplane.pb"))
+    handed: list[int] = []
+    real = column_threads.map_lines
+
+    def recording(function, items, work):  # type: ignore[no-untyped-def]
+        if items and isinstance(items[0], tuple):
+            handed.extend(hi - lo for lo, hi in items)
+        return real(function, items, work)
+
+    monkeypatch.setattr(decode.column_threads, "map_lines", recording)
+    profile = decode.decode_xspace(capture.read_bytes())
+    assert len(handed) > 1 and handed == sorted(handed, reverse=True)
+    monkeypatch.setattr(decode.column_threads, "map_lines", real)
+    in_order = decode.decode_xspace(capture.read_bytes(), pure=True)  # (one thread, in order)
+    assert [[(ln.id, ln.name, len(ln.events)) for ln in p.lines] for p in profile.planes] == [
+        [(ln.id, ln.name, len(ln.events)) for ln in p.lines] for p in in_order.planes]
