@@ -113,17 +113,20 @@ def derive_tracks(profile: Profile, plane_index: int,
     if len(table) == 0:
         return []
     tracks = []
+    # The plane's rows of the profile table, whose analyses (forest, executions, canonical
+    # columns) the tracks read: both tables list the plane's lines in the same order.
+    plane_rows = _plane_rows(profile_forest(profile).table, plane_index)
     by_time = np.argsort(table.start_ps, kind="stable")  # (= lexsort with positions)
     if STEPS not in skip:
         overview = _overview_steps(profile, plane_index, table, by_time)
         if overview is not None:
             tracks.append(overview)
-        busy = _steps(profile, plane_index, table)
+        busy = _steps(profile, plane_rows, table)
         if busy is not None:
             tracks.append(busy)
-    canon = _plane_canonical(profile, plane_index)
+    canon = _plane_canonical(profile, plane_rows)
     group = table.int_stat(GROUP_ID_STAT)
-    execution = _plane_executions(profile, plane_index)
+    execution = _plane_executions(profile, plane_rows)
     framework = TF_OPS if canon.framework_typed.any() else FRAMEWORK_OPS
     op_label, op_texts = _framework_labels(canon)
     for title, keys, label, texts, idle_cut in (
@@ -149,15 +152,13 @@ def prepare(profile: Profile, steps: bool = True) -> None:
     profile_forest(profile).table.canonical  # noqa: B018
 
 
-def _plane_canonical(profile: Profile, plane_index: int) -> CanonicalColumns:
+def _plane_canonical(profile: Profile, rows: slice | np.ndarray) -> CanonicalColumns:
     """The plane's rows of the profile table's canonical columns: what the plane's own table
     would compute (each line's columns are its own; only the text codes are numbered
     profile-wide), read from the columns the executions and steps already built, not built
     again for every device plane."""
     full = profile_forest(profile).table
     canon = full.canonical
-    # Both tables list this plane's lines in the same order, so rows correspond.
-    rows = _plane_rows(full, plane_index)
     count = len(full.plane_index[rows])
     columns: dict[str, Any] = {f.name: _rows_of(getattr(canon, f.name), rows, count)
                                for f in fields(canon)
@@ -167,13 +168,16 @@ def _plane_canonical(profile: Profile, plane_index: int) -> CanonicalColumns:
 
 
 def _plane_rows(full: EventTable, plane_index: int) -> slice | np.ndarray:
-    """The rows of the profile table that are the plane's: one range where they are together
-    (the table lists its planes' lines one plane after another), so that its columns are read
-    as views, not copied per plane; else a mask."""
-    mask = full.plane_index == plane_index
-    at = np.flatnonzero(mask)
-    if len(at) == 0 or int(at[-1]) - int(at[0]) + 1 == len(at):
-        return slice(int(at[0]), int(at[-1]) + 1) if len(at) else slice(0, 0)
+    """The rows of the profile table that are the plane's: one range where its lines are
+    together (the table lists its planes' lines one plane after another), found from the lines
+    alone, so that its columns are read as views, not copied; else a mask."""
+    plane = full.profile.planes[plane_index]
+    ks = [k for k, (p, _) in enumerate(full.lines) if p is plane]
+    if not ks:
+        return slice(0, 0)
+    if ks[-1] - ks[0] + 1 == len(ks):
+        return slice(int(full.line_bounds[ks[0]]), int(full.line_bounds[ks[-1] + 1]))
+    mask: np.ndarray = full.plane_index == plane_index
     return mask
 
 
@@ -184,12 +188,9 @@ def _rows_of(column: np.ndarray, rows: slice | np.ndarray, count: int) -> np.nda
     return column[rows]
 
 
-def _plane_executions(profile: Profile, plane_index: int) -> np.ndarray:
+def _plane_executions(profile: Profile, rows: slice | np.ndarray) -> np.ndarray:
     """Per event of the plane's table: its XLA execution (analysis/steps/xla_executions.py), -1."""
-    executions = profile_executions(profile)
-    full = profile_forest(profile).table
-    # Both tables list this plane's lines in the same order, so rows correspond.
-    return executions.event_execution[_plane_rows(full, plane_index)]
+    return profile_executions(profile).event_execution[rows]
 
 
 def _framework_labels(canon: CanonicalColumns) -> tuple[np.ndarray, list[str]]:
@@ -271,14 +272,13 @@ def _overview_steps(profile: Profile, plane_index: int, table: EventTable,
     return DerivedTrack(STEPS, begin, end, np.arange(len(texts)), texts, source, table)
 
 
-def _steps(profile: Profile, plane_index: int, table: EventTable) -> DerivedTrack | None:
+def _steps(profile: Profile, plane_rows: slice | np.ndarray,
+           table: EventTable) -> DerivedTrack | None:
     group = table.int_stat(GROUP_ID_STAT)
     step_num: np.ndarray | None = None  # per forest group; None: name steps by group_id
     if not np.any(group >= 0):
         forest = profile_forest(profile)
-        full = forest.table
-        # Both tables list this plane's lines in the same order, so rows correspond.
-        group = forest.group_id[_plane_rows(full, plane_index)]
+        group = forest.group_id[plane_rows]
         step_num = forest.step_num
         if not np.any(group >= 0):
             group, step_num = _execution_step_of(profile, table), None
