@@ -156,39 +156,39 @@ def build(request: ViewRequest) -> dict[str, Any]:
     filtered = 0
     density: dict[str, list[np.ndarray]] = {k: [] for k in (
         "pid", "tid", "depth", "name", "start", "end", "count")}
-    # The cache's writer (a fresh index or profile being written, ~1 GB at 10M events)
-    # waits while the window is found: its copies and sums share the 2 cores otherwise.
-    with cache.quiet():
-        for h in trace.hosts:
-            index = h.index
-            checkpoint()
+    for h in trace.hosts:
+        index = h.index
+        checkpoint()
+        # The cache's writer (a fresh index or profile being written, ~1 GB at 10M events)
+        # waits while the window is found: its copies and sums share the 2 cores otherwise.
+        with cache.quiet():
             visible = visible_events(index, a_ps - h.shift_ps, b_ps - h.shift_ps, resolution,
                                      max_events=max_events)
-            if visible.shown_resolution is not None:
-                shown_resolution = min(shown_resolution or visible.shown_resolution,
-                                       visible.shown_resolution)
-            truncated += visible.num_truncated
-            ids = visible.ids
-            filtered += visible.num_filtered
-            track = index.segment_track[visible.segment]
-            start = visible.start_ps
-            columns["id"].append(ids + h.id_offset)
-            columns["pid"].append(h.track_pid[track])
-            columns["tid"].append(h.track_tid[track])
-            columns["name"].append(_string_ids(visible.name_id, index.names, strings))
-            columns["start"].append((start + h.shift_ps) / _PS_PER_US)
-            columns["duration"].append((visible.end_ps - start) / _PS_PER_US)
-            columns["depth"].append(index.segment_depth[visible.segment])
-            blocks = visible.blocks
-            if len(blocks):
-                block_track = index.segment_track[blocks.segment]
-                density["pid"].append(h.track_pid[block_track])
-                density["tid"].append(h.track_tid[block_track])
-                density["depth"].append(index.segment_depth[blocks.segment])
-                density["name"].append(_string_ids(visible.block_name_id, index.names, strings))
-                density["start"].append((blocks.start_ps + h.shift_ps) / _PS_PER_US)
-                density["end"].append((blocks.end_ps + h.shift_ps) / _PS_PER_US)
-                density["count"].append(blocks.count)
+        if visible.shown_resolution is not None:
+            shown_resolution = min(shown_resolution or visible.shown_resolution,
+                                   visible.shown_resolution)
+        truncated += visible.num_truncated
+        ids = visible.ids
+        filtered += visible.num_filtered
+        track = index.segment_track[visible.segment]
+        start = visible.start_ps
+        columns["id"].append(ids + h.id_offset)
+        columns["pid"].append(h.track_pid[track])
+        columns["tid"].append(h.track_tid[track])
+        columns["name"].append(_string_ids(visible.name_id, index.names, strings))
+        columns["start"].append((start + h.shift_ps) / _PS_PER_US)
+        columns["duration"].append((visible.end_ps - start) / _PS_PER_US)
+        columns["depth"].append(index.segment_depth[visible.segment])
+        blocks = visible.blocks
+        if len(blocks):
+            block_track = index.segment_track[blocks.segment]
+            density["pid"].append(h.track_pid[block_track])
+            density["tid"].append(h.track_tid[block_track])
+            density["depth"].append(index.segment_depth[blocks.segment])
+            density["name"].append(_string_ids(visible.block_name_id, index.names, strings))
+            density["start"].append((blocks.start_ps + h.shift_ps) / _PS_PER_US)
+            density["end"].append((blocks.end_ps + h.shift_ps) / _PS_PER_US)
+            density["count"].append(blocks.count)
 
     events = {"id": _column(columns["id"]), "pid": _column(columns["pid"]),
               "tid": _column(columns["tid"]), "name": _column(columns["name"]),
