@@ -183,10 +183,10 @@ static PyObject *scan_fields(PyObject *self, PyObject *args) {
         if (r.error || (tag >> 3) == 0) { ok = 0; break; }
         const uint8_t *value_start = r.p;
         if (wt == 2) {
-            uint64_t n = read_varint(&r);
-            if (r.error || n > (uint64_t)(r.end - r.p)) { ok = 0; break; }
+            const uint8_t *end = value_end(&r);
+            if (!end) { ok = 0; break; }
             value_start = r.p;
-            r.p += n;
+            r.p = end;
         } else if (!skip_value(&r, wt)) { ok = 0; break; }
         if (count == capacity) {
             capacity *= 2;

@@ -79,15 +79,23 @@ static inline void skip_varint(Reader *r) {
     read_varint_bytes(r);
 }
 
+/* The end of the length-delimited value at r->p, its length read (r->p is then its first
+ * byte); NULL when the length is malformed or runs past the message. */
+static inline const uint8_t *value_end(Reader *r) {
+    uint64_t n = read_varint(r);
+    if (r->error || n > (uint64_t)(r->end - r->p)) return NULL;
+    return r->p + n;
+}
+
 /* Skips one field's value of the given wire type; returns 0 on malformed input. */
 static inline int skip_value(Reader *r, unsigned wire_type) {
     switch (wire_type) {
     case 0: read_varint(r); return !r->error;
     case 1: if (r->end - r->p < 8) return 0; r->p += 8; return 1;
     case 2: {
-        uint64_t n = read_varint(r);
-        if (r->error || n > (uint64_t)(r->end - r->p)) return 0;
-        r->p += n;
+        const uint8_t *end = value_end(r);
+        if (!end) return 0;
+        r->p = end;
         return 1;
     }
     case 5: if (r->end - r->p < 4) return 0; r->p += 4; return 1;

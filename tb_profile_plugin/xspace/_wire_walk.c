@@ -135,10 +135,10 @@ static inline int decode_event(
         if (r.error) return 0;
         uint64_t key = TAG_KEY(tag);
         if (key == TAG(4, 2)) {
-            uint64_t n = read_varint(&r);
-            if (r.error || n > (uint64_t)(r.end - r.p)) return 0;
-            if (!decode_stat(&r, r.p, r.p + n, cols, (int32_t)index, mode)) return 0;
-            r.p += n;
+            const uint8_t *stat_end = value_end(&r);
+            if (!stat_end || !decode_stat(&r, r.p, stat_end, cols, (int32_t)index, mode))
+                return 0;
+            r.p = stat_end;
             continue;
         }
         if (written && (tag & 7) == 0) {
@@ -207,10 +207,9 @@ static int walk_line(
         if (r.error) return 0;
         uint64_t key = TAG_KEY(tag);
         if (key == TAG(4, 2)) {
-            uint64_t n = read_varint(&r);
-            if (r.error || n > (uint64_t)(r.end - r.p)) return 0;
-            if (!decode_event(&r, r.p, r.p + n, cols, mode)) return 0;
-            r.p += n;
+            const uint8_t *event_end = value_end(&r);
+            if (!event_end || !decode_event(&r, r.p, event_end, cols, mode)) return 0;
+            r.p = event_end;
             continue;
         }
         switch (key) {
@@ -219,11 +218,12 @@ static int walk_line(
         case TAG(9, 0): h->duration_ps = (int64_t)read_varint(&r); break;
         case TAG(10, 0): h->display_id = (int64_t)read_varint(&r); break;
         case TAG(2, 2): case TAG(11, 2): {
-            uint64_t n = read_varint(&r);
-            if (r.error || n > (uint64_t)(r.end - r.p)) return 0;
-            if (key == TAG(2, 2)) { h->name = r.p; h->name_len = (Py_ssize_t)n; }
-            else { h->display_name = r.p; h->display_name_len = (Py_ssize_t)n; }
-            r.p += n;
+            const uint8_t *text_end = value_end(&r);
+            if (!text_end) return 0;
+            Py_ssize_t n = (Py_ssize_t)(text_end - r.p);
+            if (key == TAG(2, 2)) { h->name = r.p; h->name_len = n; }
+            else { h->display_name = r.p; h->display_name_len = n; }
+            r.p = text_end;
             break;
         }
         default:
