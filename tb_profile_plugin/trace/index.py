@@ -56,6 +56,7 @@ from tb_profile_plugin.trace.derived import (
     XLA_MODULES,
     XLA_OPS,
     derive_tracks,
+    forget_analyses,
 )
 from tb_profile_plugin.trace.derived import prepare as prepare_derived
 from tb_profile_plugin.trace.lod import levels_of, summarise
@@ -432,8 +433,9 @@ def build_index(profile: Profile, *, derived: bool = True,
         if derived and plane_kind(plane.name) == PlaneKind.GPU:
             gpu_planes.append((len(per_process), plane_lines))
         per_process.append((plane, p_index, tracks))
+    made: list[Callable[[Profile], object]] = []
     if gpu_planes:
-        prepare_derived(profile, steps=any(
+        made = prepare_derived(profile, steps=any(
             STEPS not in _written_tracks(per_process[k][0]) for k, _ in gpu_planes))
     if analyses_made is not None:
         analyses_made()
@@ -445,8 +447,11 @@ def build_index(profile: Profile, *, derived: bool = True,
         per_process[k] = (plane, p_index, _with_derived_tracks(
             profile, p_index, plane_lines, tracks, names, line_position))
     # The derived tracks are made: the analyses' canonical and stat columns (~40 bytes per
-    # event) are not held while the index's columns are assembled beside them.
+    # event) are not held while the index's columns are assembled beside them, nor the
+    # analyses this build made (the event table, nesting, forest, executions and steps:
+    # ~42 bytes per event more, held for as long as the store keeps the profile otherwise).
     release_scratch(profile)
+    forget_analyses(profile, made)
     memory_release.release_now()  # (what they freed is in glibc's heaps: given back now)
     return _assemble(profile, per_process, list(names.index), lines)
 

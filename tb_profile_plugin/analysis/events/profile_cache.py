@@ -47,9 +47,11 @@ def release_scratch(profile: Profile) -> None:
 
 
 def within_build(call: Callable[[], T]) -> T:
-    """`call()` as part of a build running on another thread (column_threads.beside): its
-    outermost `per_profile` build does not release the scratch columns the other thread's
-    build is reading; that build's own end releases them."""
+    """`call()` as part of a larger build: its outermost `per_profile` build does not release
+    the scratch columns; the larger build releases them at its end (`release_scratch`). For a
+    build running on another thread (column_threads.beside), whose scratch columns the other
+    thread's build is reading, and for several builds in a row that read the same ones
+    (trace/derived.py `prepare`: the executions' canonical columns are the tracks')."""
     _depth.value = getattr(_depth, "value", 0) + 1
     try:
         return call()

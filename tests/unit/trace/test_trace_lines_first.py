@@ -104,9 +104,9 @@ def test_a_big_gpu_capture_shows_its_lines_first_then_every_track(
     real_derive = index_module.derive_tracks
     lines_when_derived = []
 
-    def held(profile: Any, steps: bool = True) -> None:  # the analyses (10M events: ~5 s)
+    def held(profile: Any, steps: bool = True) -> Any:  # the analyses (10M events: ~5 s)
         assert release.wait(30)
-        real_prepare(profile, steps)
+        return real_prepare(profile, steps)
 
     def derive(profile: Any, *args: Any) -> Any:  # the lines index is gone by then
         lines_when_derived.append(built(profile, lines_index))
