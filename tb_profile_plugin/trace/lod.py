@@ -71,8 +71,17 @@ def summarise(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(disjoint, block_max_ps): per segment whether each event ends at or before the next
     starts; per block of `FANOUT` events (by position) the maximum of each event's duration and
-    its gap after the previous event of its segment (0 for a segment's first event)."""
+    its gap after the previous event of its segment (0 for a segment's first event).
+    Compiled (trace/_lod.c `summarise`, one read of the columns) where built."""
     n = len(start_ps)
+    compiled = _compiled()
+    if compiled is not None:
+        block_max = np.empty(-(-n // FANOUT), np.int64)
+        disjoint = np.empty(len(segment_bounds) - 1, bool)
+        compiled.summarise(np.ascontiguousarray(start_ps, np.int64),
+                           np.ascontiguousarray(end_ps, np.int64),
+                           np.ascontiguousarray(segment_bounds, np.int64), block_max, disjoint)
+        return disjoint, block_max
     num_segments = len(segment_bounds) - 1
     block_max = np.zeros(-(-n // FANOUT), np.int64)
     # Overlaps mark their segments chunk by chunk: no list of every overlapping event (the

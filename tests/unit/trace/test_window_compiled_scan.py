@@ -167,3 +167,52 @@ def test_a_placed_track_lets_go_of_its_own_columns() -> None:
     for column in (track.start_ps, track.end_or_duration_ps, track.name_id, track.source_row,
                    track.source_line):
         assert isinstance(column, np.ndarray) and len(column) == 0
+
+
+def _summary_case(rng: np.random.Generator, kind: int) -> tuple[np.ndarray, ...]:
+    n = int(rng.integers(0, 300))
+    cuts = np.sort(rng.integers(0, n + 1, int(rng.integers(0, 5))))
+    bounds = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+    big = np.iinfo(np.int64)
+    if kind == 0:  # disjoint, ascending
+        start = np.cumsum(rng.integers(0, 5, n))
+        end = start + rng.integers(0, 3, n)
+    elif kind == 1:  # overlapping, negative durations
+        start = rng.integers(-100, 100, n)
+        end = start + rng.integers(-20, 50, n)
+    else:  # differences that wrap around int64
+        start = rng.integers(big.min // 2, big.max // 2, n, dtype=np.int64)
+        end = rng.integers(big.min, big.max, n, dtype=np.int64)
+    return start.astype(np.int64), end.astype(np.int64), bounds
+
+
+@compiled
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_summary_equals_numpys(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trace/_lod.c `summarise`: the same block maxima (a last partial block's padding
+    counting 0, a segment's first gap 0) and disjoint segments as numpy's, empty segments,
+    empty columns and wrapping differences included."""
+    rng = np.random.default_rng(seed)
+    for trial in range(300):
+        start, end, bounds = _summary_case(rng, trial % 3)
+        got = summarise(start, end, bounds)
+        monkeypatch.setenv(lod.PURE_LOD_ENV, "1")
+        with np.errstate(over="ignore"):
+            want = summarise(start, end, bounds)
+        monkeypatch.delenv(lod.PURE_LOD_ENV)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and np.array_equal(g, w), (trial, bounds)
+
+
+@compiled
+def test_the_compiled_summary_refuses_arrays_that_do_not_fit() -> None:
+    start = end = np.arange(10, dtype=np.int64)
+    block_max, disjoint = np.empty(1, np.int64), np.empty(1, bool)
+    with pytest.raises(ValueError, match="cover"):
+        lod._lod.summarise(start, end, np.array([0, 9], np.int64), block_max, disjoint)
+    with pytest.raises(ValueError, match="ascending"):
+        lod._lod.summarise(start, end, np.array([0, 6, 3, 10], np.int64), block_max,
+                           np.empty(3, bool))
+    with pytest.raises(ValueError, match="fit"):
+        lod._lod.summarise(start, end, np.array([0, 10], np.int64), np.empty(2, np.int64),
+                           disjoint)
