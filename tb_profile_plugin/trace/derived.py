@@ -162,7 +162,9 @@ def prepare(profile: Profile, steps: bool = True) -> list[Callable[[Profile], ob
         profile_forest(profile).table.canonical  # noqa: B018
 
     # One build: the canonical columns the executions read are those the tracks read, not
-    # released at the executions' end and made again (1.2 s of 5 s at 10M events); the
+    # released at the executions' end and made again (1.2 s of 5 s at 10M events). Inside
+    # `trace_index` (one `per_profile` build) they are kept anyway; this keeps them where
+    # `build_index` is called alone too (tests, a damaged cache entry's rebuild). The
     # caller releases them once the tracks are made (trace/index.py `build_index`).
     within_build(build)
     return [a for a in _ANALYSES if a not in had and built(profile, a) is not None]
@@ -175,9 +177,9 @@ _ANALYSES: tuple[Callable[[Profile], object], ...] = (
 
 def forget_analyses(profile: Profile, made: Collection[Callable[[Profile], object]]) -> None:
     """Drops the analyses `prepare` made (`made`) once every plane's tracks are: the event
-    table, its nesting, the forest, the executions and the steps (~42 bytes per event at an
-    8-GPU capture of 10M events: 0.4 GB) are not held beside the trace index for as long as
-    the store keeps the profile. A view that reads them later builds them again; those an
+    table, its nesting, the forest, the executions and the steps (~30 bytes per event at an
+    8-GPU capture of 10M events: 0.29 GiB) are not held beside the trace index for as long
+    as the store keeps the profile. A view that reads them later builds them again; those an
     earlier view built stay."""
     for analysis in made:
         forget(profile, analysis)

@@ -449,7 +449,7 @@ def build_index(profile: Profile, *, derived: bool = True,
     # The derived tracks are made: the analyses' canonical and stat columns (~40 bytes per
     # event) are not held while the index's columns are assembled beside them, nor the
     # analyses this build made (the event table, nesting, forest, executions and steps:
-    # ~42 bytes per event more, held for as long as the store keeps the profile otherwise).
+    # ~30 bytes per event more, held for as long as the store keeps the profile otherwise).
     release_scratch(profile)
     forget_analyses(profile, made)
     memory_release.release_now()  # (what they freed is in glibc's heaps: given back now)
