@@ -60,17 +60,16 @@ Each derived event remembers the first device event it covers (`source`, a row o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from tb_profile_plugin.analysis.events.profile_cache import (
-    built,
-    forget,
+    forget_made,
     profile_forest,
-    profile_nested,
+    recording_builds,
     within_build,
 )
 from tb_profile_plugin.analysis.events.sort_order import group_time_order
@@ -147,13 +146,13 @@ def derive_tracks(profile: Profile, plane_index: int,
     return tracks
 
 
-def prepare(profile: Profile, steps: bool = True) -> list[Callable[[Profile], object]]:
+def prepare(profile: Profile, steps: bool = True) -> list[str]:
     """Builds the analyses every plane's `derive_tracks` reads (the host analysis' steps, with
     `steps`: some plane derives a Steps track; the event forest, the XLA executions, the
     canonical columns), so that what the caller holds meanwhile can be dropped before the
     tracks themselves are made (trace/index.py `build_index`'s `analyses_made`). Returns the
-    analyses this call made (those no earlier view had built), for `forget_analyses`."""
-    had = [a for a in _ANALYSES if built(profile, a) is not None]
+    names of the results this thread's builds made here (not those an earlier view or
+    another thread made), for `forget_analyses`; on an error, drops them before raising."""
 
     def build() -> None:
         if steps:
@@ -161,28 +160,30 @@ def prepare(profile: Profile, steps: bool = True) -> list[Callable[[Profile], ob
         profile_executions(profile)
         profile_forest(profile).table.canonical  # noqa: B018
 
-    # One build: the canonical columns the executions read are those the tracks read, not
-    # released at the executions' end and made again (1.2 s of 5 s at 10M events). Inside
-    # `trace_index` (one `per_profile` build) they are kept anyway; this keeps them where
-    # `build_index` is called alone too (tests, a damaged cache entry's rebuild). The
-    # caller releases them once the tracks are made (trace/index.py `build_index`).
-    within_build(build)
-    return [a for a in _ANALYSES if a not in had and built(profile, a) is not None]
+    with recording_builds() as made:
+        try:
+            # One build: the canonical columns the executions read are those the tracks
+            # read, not released at the executions' end and made again in this thread (1.2 s
+            # of 5 s at 10M events). Inside `trace_index` (one `per_profile` build) they are
+            # kept anyway; this keeps them where `build_index` is called alone too (tests, a
+            # damaged cache entry's rebuild). Another thread's build ending meanwhile may
+            # still release them (they are then made again). The caller releases them once
+            # the tracks are made (trace/index.py `build_index`).
+            within_build(build)
+        except BaseException:
+            forget_analyses(profile, made)
+            raise
+    return made
 
 
-#: The per-profile analyses `prepare` builds (analysis/events/profile_cache.py `per_profile`).
-_ANALYSES: tuple[Callable[[Profile], object], ...] = (
-    profile_steps, profile_executions, profile_forest, profile_nested)
-
-
-def forget_analyses(profile: Profile, made: Collection[Callable[[Profile], object]]) -> None:
-    """Drops the analyses `prepare` made (`made`) once every plane's tracks are: the event
-    table, its nesting, the forest, the executions and the steps (~30 bytes per event at an
-    8-GPU capture of 10M events: 0.29 GiB) are not held beside the trace index for as long
-    as the store keeps the profile. A view that reads them later builds them again; those an
-    earlier view built stay."""
-    for analysis in made:
-        forget(profile, analysis)
+def forget_analyses(profile: Profile, made: Collection[str]) -> None:
+    """Drops the results `prepare` made (`made`) once every plane's tracks are, or the build
+    failed: the event table, its nesting, the forest, the executions and the steps (~30 bytes
+    per event at an 8-GPU capture of 10M events: 0.29 GiB) are not held beside the trace
+    index for as long as the store keeps the profile. A view that reads them later builds
+    them again; those an earlier view built stay, and so do these while another thread is
+    building a result of the profile (`profile_cache.forget_made`)."""
+    forget_made(profile, made)
 
 
 def _plane_canonical(profile: Profile, rows: slice | np.ndarray) -> CanonicalColumns:

@@ -433,26 +433,29 @@ def build_index(profile: Profile, *, derived: bool = True,
         if derived and plane_kind(plane.name) == PlaneKind.GPU:
             gpu_planes.append((len(per_process), plane_lines))
         per_process.append((plane, p_index, tracks))
-    made: list[Callable[[Profile], object]] = []
-    if gpu_planes:
-        made = prepare_derived(profile, steps=any(
-            STEPS not in _written_tracks(per_process[k][0]) for k, _ in gpu_planes))
-    if analyses_made is not None:
-        analyses_made()
-    # Then the GPU planes' derived tracks, their names numbered after every line's (a line
-    # event's name id does not depend on the derived tracks either).
-    for k, plane_lines in gpu_planes:
-        checkpoint()
-        plane, p_index, tracks = per_process[k]
-        per_process[k] = (plane, p_index, _with_derived_tracks(
-            profile, p_index, plane_lines, tracks, names, line_position))
-    # The derived tracks are made: the analyses' canonical and stat columns (~40 bytes per
-    # event) are not held while the index's columns are assembled beside them, nor the
-    # analyses this build made (the event table, nesting, forest, executions and steps:
-    # ~30 bytes per event more, held for as long as the store keeps the profile otherwise).
-    release_scratch(profile)
-    forget_analyses(profile, made)
-    memory_release.release_now()  # (what they freed is in glibc's heaps: given back now)
+    made: list[str] = []
+    try:
+        if gpu_planes:
+            made = prepare_derived(profile, steps=any(
+                STEPS not in _written_tracks(per_process[k][0]) for k, _ in gpu_planes))
+        if analyses_made is not None:
+            analyses_made()
+        # Then the GPU planes' derived tracks, their names numbered after every line's (a
+        # line event's name id does not depend on the derived tracks either).
+        for k, plane_lines in gpu_planes:
+            checkpoint()
+            plane, p_index, tracks = per_process[k]
+            per_process[k] = (plane, p_index, _with_derived_tracks(
+                profile, p_index, plane_lines, tracks, names, line_position))
+    finally:
+        # The derived tracks are made (or the build stopped): the analyses' canonical and
+        # stat columns (~40 bytes per event) are not held while the index's columns are
+        # assembled beside them, nor the analyses this build made (the event table, nesting,
+        # forest, executions and steps: ~30 bytes per event more, held for as long as the
+        # store keeps the profile otherwise).
+        release_scratch(profile)
+        forget_analyses(profile, made)
+        memory_release.release_now()  # (what they freed is in glibc's heaps: given back now)
     return _assemble(profile, per_process, list(names.index), lines)
 
 

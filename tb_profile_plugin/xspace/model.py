@@ -599,9 +599,10 @@ class Derived:
         self.results[name] = result
         self.measure()
 
-    def drop(self, name: str) -> None:
-        """Forgets the result `name` (one another result made redundant) and counts again."""
-        if self.results.pop(name, None) is not None:
+    def drop(self, *names: str) -> None:
+        """Forgets the results `names` (made redundant, or rebuilt on demand) and counts
+        again (once)."""
+        if [name for name in names if self.results.pop(name, None) is not None]:
             self.measure()
 
     def measure(self) -> int:

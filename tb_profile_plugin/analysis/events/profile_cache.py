@@ -16,9 +16,10 @@ analysis start from.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
@@ -33,6 +34,9 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _building: dict[tuple[int, str], threading.Lock] = {}
 _depth = threading.local()  # per_profile builds running in this thread, nested
+#: Per thread: the (profile id, name) keys of its `per_profile` builds running (`keys`), and
+#: the names its builds added while `recording_builds` runs (`made`).
+_thread = threading.local()
 
 
 def release_scratch(profile: Profile) -> None:
@@ -57,6 +61,41 @@ def within_build(call: Callable[[], T]) -> T:
         return call()
     finally:
         _depth.value -= 1
+
+
+def _own_keys() -> list[tuple[int, str]]:
+    keys: list[tuple[int, str]] | None = getattr(_thread, "keys", None)
+    if keys is None:
+        keys = _thread.keys = []
+    return keys
+
+
+@contextlib.contextmanager
+def recording_builds() -> Iterator[list[str]]:
+    """The names of the results this thread's `per_profile` builds add meanwhile (not those
+    another thread built, nor those found built), for `forget_made`."""
+    outer = getattr(_thread, "made", None)
+    made: list[str] = []
+    _thread.made = made
+    try:
+        yield made
+    finally:
+        _thread.made = outer
+        if outer is not None:
+            outer.extend(made)
+
+
+def forget_made(profile: Profile, names: Collection[str]) -> bool:
+    """Drops the results `names` of `profile` (what this thread's builds made,
+    `recording_builds`), counted once; a later call builds them again. While another thread
+    is building a result of the same profile they are kept instead (that build may read them
+    next, and would make them again beside the ones it holds): returns whether they went."""
+    mine = set(_own_keys())
+    with _lock:
+        if any(key[0] == id(profile) and key not in mine for key in _building):
+            return False
+        profile.derived.drop(*names)
+    return True
 
 
 def _name_of(build: Callable[..., object]) -> str:
@@ -98,15 +137,21 @@ def per_profile(build: Callable[[Profile], T]) -> Callable[[Profile], T]:
                         return cast(T, derived.results[name])
                 checkpoint()  # a request past its time or left by its client stops here
                 _depth.value = getattr(_depth, "value", 0) + 1
+                own = _own_keys()
+                own.append(key)
                 try:
                     result = build(profile)  # kept below even if the request stops next
                 finally:
                     _depth.value -= 1
+                    own.pop()
                 if _depth.value == 0:  # the outermost build: its scratch columns go
                     release_scratch(profile)
                 with _lock:
                     derived.add(name, result)  # measured with the others: shared parts once
                     notify = derived.on_grow
+                made = getattr(_thread, "made", None)
+                if made is not None:
+                    made.append(name)
                 if notify is not None:
                     notify()  # the store keeping the profile counts it now
                 return result

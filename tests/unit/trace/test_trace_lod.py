@@ -1,7 +1,9 @@
 """The level of detail (trace/lod.py) answers wide windows exactly as the scan of every
 candidate does: same visible events, same filtered count, same density blocks, on random
 dense tracks (nested, overlapping, zero-length events, clustered starts), at pixel sizes down
-to just over 1 ps and at times far from zero where float rounding moves column boundaries."""
+to just over 1 ps and at times far from zero where float rounding moves column boundaries. The
+summary the index keeps (`summarise`: block maxima, disjoint segments) is the same compiled
+(trace/_lod.c) as numpy's."""
 
 from __future__ import annotations
 
@@ -127,3 +129,55 @@ def test_summary_flags_and_block_maxima() -> None:
     assert disjoint.tolist() == [False, True]
     # durations 5 10 10 1 0 150 1; gaps - 5 0 -5 | - 0 50: max 150
     assert block_max.tolist() == [150]
+
+
+compiled = pytest.mark.skipif(lod._compiled() is None, reason="trace/_lod.c is not built")
+
+
+def _summary_case(rng: np.random.Generator, kind: int) -> tuple[np.ndarray, ...]:
+    n = int(rng.integers(0, 300))
+    cuts = np.sort(rng.integers(0, n + 1, int(rng.integers(0, 5))))
+    bounds = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+    big = np.iinfo(np.int64)
+    if kind == 0:  # disjoint, ascending
+        start = np.cumsum(rng.integers(0, 5, n))
+        end = start + rng.integers(0, 3, n)
+    elif kind == 1:  # overlapping, negative durations
+        start = rng.integers(-100, 100, n)
+        end = start + rng.integers(-20, 50, n)
+    else:  # differences that wrap around int64
+        start = rng.integers(big.min // 2, big.max // 2, n, dtype=np.int64)
+        end = rng.integers(big.min, big.max, n, dtype=np.int64)
+    return start.astype(np.int64), end.astype(np.int64), bounds
+
+
+@compiled
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_summary_equals_numpys(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trace/_lod.c `summarise`: the same block maxima (a last partial block's padding
+    counting 0, a segment's first gap 0) and disjoint segments as numpy's, empty segments,
+    empty columns and wrapping differences included."""
+    rng = np.random.default_rng(seed)
+    for trial in range(300):
+        start, end, bounds = _summary_case(rng, trial % 3)
+        got = lod.summarise(start, end, bounds)
+        monkeypatch.setenv(lod.PURE_LOD_ENV, "1")
+        with np.errstate(over="ignore"):
+            want = lod.summarise(start, end, bounds)
+        monkeypatch.delenv(lod.PURE_LOD_ENV)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and np.array_equal(g, w), (trial, bounds)
+
+
+@compiled
+def test_the_compiled_summary_refuses_arrays_that_do_not_fit() -> None:
+    start = end = np.arange(10, dtype=np.int64)
+    block_max, disjoint = np.empty(1, np.int64), np.empty(1, bool)
+    with pytest.raises(ValueError, match="cover"):
+        lod._lod.summarise(start, end, np.array([0, 9], np.int64), block_max, disjoint)
+    with pytest.raises(ValueError, match="ascending"):
+        lod._lod.summarise(start, end, np.array([0, 6, 3, 10], np.int64), block_max,
+                           np.empty(3, bool))
+    with pytest.raises(ValueError, match="fit"):
+        lod._lod.summarise(start, end, np.array([0, 10], np.int64), np.empty(2, np.int64),
+                           disjoint)
