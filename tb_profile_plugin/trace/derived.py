@@ -76,6 +76,7 @@ from tb_profile_plugin.analysis.events.sort_order import group_time_order
 from tb_profile_plugin.analysis.events.table import EventTable, build_event_table
 from tb_profile_plugin.analysis.steps.execution_steps import dominant_module, step_of, step_spans
 from tb_profile_plugin.analysis.steps.profile_steps import profile_steps
+from tb_profile_plugin.analysis.steps.xla_executions import plane_rows as plane_rows_of
 from tb_profile_plugin.analysis.steps.xla_executions import profile_executions
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers import GROUP_ID_STAT, CanonicalColumns
@@ -120,7 +121,7 @@ def derive_tracks(profile: Profile, plane_index: int,
     tracks = []
     # The plane's rows of the profile table, whose analyses (forest, executions, canonical
     # columns) the tracks read: both tables list the plane's lines in the same order.
-    plane_rows = _plane_rows(profile_forest(profile).table, plane_index)
+    plane_rows = plane_rows_of(profile_forest(profile).table, plane_index)
     by_time = np.argsort(table.start_ps, kind="stable")  # (= lexsort with positions)
     if STEPS not in skip:
         overview = _overview_steps(profile, plane_index, table, by_time)
@@ -152,7 +153,10 @@ def prepare(profile: Profile, steps: bool = True) -> list[str]:
     canonical columns), so that what the caller holds meanwhile can be dropped before the
     tracks themselves are made (trace/index.py `build_index`'s `analyses_made`). Returns the
     names of the results this thread's builds made here (not those an earlier view or
-    another thread made), for `forget_analyses`; on an error, drops them before raising."""
+    another thread made): the event table, its nesting, the forest, the executions and the
+    steps, ~30 bytes per event at an 8-GPU capture of 10M events, which the caller drops once
+    the tracks are made (`profile_cache.forget_made`); on an error, drops them before
+    raising."""
 
     def build() -> None:
         if steps:
@@ -171,19 +175,9 @@ def prepare(profile: Profile, steps: bool = True) -> list[str]:
             # the tracks are made (trace/index.py `build_index`).
             within_build(build)
         except BaseException:
-            forget_analyses(profile, made)
+            forget_made(profile, made)
             raise
     return made
-
-
-def forget_analyses(profile: Profile, made: Collection[str]) -> None:
-    """Drops the results `prepare` made (`made`) once every plane's tracks are, or the build
-    failed: the event table, its nesting, the forest, the executions and the steps (~30 bytes
-    per event at an 8-GPU capture of 10M events: 0.29 GiB) are not held beside the trace
-    index for as long as the store keeps the profile. A view that reads them later builds
-    them again; those an earlier view built stay, and so do these while another thread is
-    building a result of the profile (`profile_cache.forget_made`)."""
-    forget_made(profile, made)
 
 
 def _plane_canonical(profile: Profile, rows: slice | np.ndarray) -> CanonicalColumns:
@@ -199,20 +193,6 @@ def _plane_canonical(profile: Profile, rows: slice | np.ndarray) -> CanonicalCol
                                if isinstance(getattr(canon, f.name), np.ndarray)}
     return replace(canon, **columns, made_device_ps=[], trace_durations=lambda: full.durations_of(
         np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows))
-
-
-def _plane_rows(full: EventTable, plane_index: int) -> slice | np.ndarray:
-    """The rows of the profile table that are the plane's: one range where its lines are
-    together (the table lists its planes' lines one plane after another), found from the lines
-    alone, so that its columns are read as views, not copied; else a mask."""
-    plane = full.profile.planes[plane_index]
-    ks = [k for k, (p, _) in enumerate(full.lines) if p is plane]
-    if not ks:
-        return slice(0, 0)
-    if ks[-1] - ks[0] + 1 == len(ks):
-        return slice(int(full.line_bounds[ks[0]]), int(full.line_bounds[ks[-1] + 1]))
-    mask: np.ndarray = full.plane_index == plane_index
-    return mask
 
 
 def _rows_of(column: np.ndarray, rows: slice | np.ndarray, count: int) -> np.ndarray:

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin import column_threads, memory_release
-from tb_profile_plugin.analysis.events.profile_cache import release_scratch
+from tb_profile_plugin.analysis.events.profile_cache import forget_made, release_scratch
 from tb_profile_plugin.errors import UnreadableProfile
 from tb_profile_plugin.request_budget import checkpoint
 from tb_profile_plugin.trace.depth import nesting_order, nesting_order_into
@@ -56,7 +56,6 @@ from tb_profile_plugin.trace.derived import (
     XLA_MODULES,
     XLA_OPS,
     derive_tracks,
-    forget_analyses,
 )
 from tb_profile_plugin.trace.derived import prepare as prepare_derived
 from tb_profile_plugin.trace.lod import levels_of, summarise
@@ -454,7 +453,7 @@ def build_index(profile: Profile, *, derived: bool = True,
         # forest, executions and steps: ~30 bytes per event more, held for as long as the
         # store keeps the profile otherwise).
         release_scratch(profile)
-        forget_analyses(profile, made)
+        forget_made(profile, made)  # (those an earlier view or another thread made stay)
         memory_release.release_now()  # (what they freed is in glibc's heaps: given back now)
     return _assemble(profile, per_process, list(names.index), lines)
 

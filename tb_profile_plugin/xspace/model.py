@@ -602,7 +602,8 @@ class Derived:
     def drop(self, *names: str) -> None:
         """Forgets the results `names` (made redundant, or rebuilt on demand) and counts
         again (once)."""
-        if [name for name in names if self.results.pop(name, None) is not None]:
+        dropped = [self.results.pop(name, None) for name in names]
+        if any(result is not None for result in dropped):
             self.measure()
 
     def measure(self) -> int:

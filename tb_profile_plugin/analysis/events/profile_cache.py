@@ -85,17 +85,15 @@ def recording_builds() -> Iterator[list[str]]:
             outer.extend(made)
 
 
-def forget_made(profile: Profile, names: Collection[str]) -> bool:
+def forget_made(profile: Profile, names: Collection[str]) -> None:
     """Drops the results `names` of `profile` (what this thread's builds made,
     `recording_builds`), counted once; a later call builds them again. While another thread
     is building a result of the same profile they are kept instead (that build may read them
-    next, and would make them again beside the ones it holds): returns whether they went."""
+    next, and would make them again beside the ones it holds)."""
     mine = set(_own_keys())
     with _lock:
-        if any(key[0] == id(profile) and key not in mine for key in _building):
-            return False
-        profile.derived.drop(*names)
-    return True
+        if not any(key[0] == id(profile) and key not in mine for key in _building):
+            profile.derived.drop(*names)
 
 
 def _name_of(build: Callable[..., object]) -> str:

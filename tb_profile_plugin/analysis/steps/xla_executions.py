@@ -201,7 +201,7 @@ def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
     """(module code, begin, end) of the executions told by the plane's events' modules.
     `calls`: empty, or [_host_calls(table)] (filled here on first need); `on_device`:
     `table.on_device` where the caller has it."""
-    rows = _plane_rows(table, plane_index)
+    rows = plane_rows(table, plane_index)
     start_ps, plane_module = table.start_ps[rows], module[rows]
     by_time = np.argsort(start_ps, kind="stable")  # (= lexsort with positions)
     run_id = _plane_int_stat(table, "run_id", rows, NO_RUN)
@@ -235,7 +235,7 @@ def _derived_executions(table: EventTable, plane_index: int, module: np.ndarray,
     return code_of[first_module], begin, end
 
 
-def _plane_rows(table: EventTable, plane_index: int) -> slice | np.ndarray:
+def plane_rows(table: EventTable, plane_index: int) -> slice | np.ndarray:
     """The rows of the plane's events (= `flatnonzero(table.plane_index == plane_index)`):
     a slice where its lines lie side by side in the table, as the table builds them, so the
     plane's columns are views, not gathers (and no pass over every event per plane)."""
@@ -254,7 +254,7 @@ def _plane_int_stat(table: EventTable, stat_name: str, rows: slice | np.ndarray,
     """`table.int_stat(stat_name, fill)[rows]` for the rows of one plane: its lines lie side
     by side in the table, so only their values are read (no int64 column of every event
     kept to the build's end for one plane at a time)."""
-    if isinstance(rows, slice):  # (`_plane_rows` gives a slice wherever rows are contiguous)
+    if isinstance(rows, slice):  # (`plane_rows` gives a slice wherever rows are contiguous)
         return table.int_stat_rows(stat_name, rows.start, rows.stop, fill)
     return table.int_stat(stat_name, fill)[rows]
 
@@ -410,7 +410,7 @@ def _busy(table: EventTable, event_execution: np.ndarray, plane: np.ndarray,
     busy = np.zeros(count, np.int64)
     for plane_index in unique_ints(plane)[0].tolist():  # per device plane, not per event
         lo, hi = (int(v) for v in np.searchsorted(plane, [plane_index, plane_index + 1]))
-        rows = _plane_rows(table, plane_index)
+        rows = plane_rows(table, plane_index)
         start = table.start_ps[rows]
         by_time = np.argsort(start, kind="stable")
         ids = event_execution[rows][by_time]
@@ -430,7 +430,7 @@ def _assign(table: EventTable, on_device: np.ndarray, plane: np.ndarray, begin: 
     out = np.full(len(table), -1, np.int32)  # (executions number far below 2^31)
     for plane_index in np.unique(plane).tolist():  # per device plane, not per event
         lo, hi = np.searchsorted(plane, [plane_index, plane_index + 1])
-        rows = _plane_rows(table, plane_index)  # (a device plane: every event on device)
+        rows = plane_rows(table, plane_index)  # (a device plane: every event on device)
         start = table.start_ps[rows]
         if compiled_sweep() and isinstance(rows, slice):  # a walk over each line's starts
             sweep().assign(np.ascontiguousarray(start, np.int64),

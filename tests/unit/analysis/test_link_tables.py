@@ -119,13 +119,13 @@ def test_host_calls_are_the_same_by_table_sort_and_parts(
 def test_plane_rows_are_the_rows_of_the_plane() -> None:
     table = build_event_table(decode_xspace(_jax_gpu_space(calls=2, gpus=2)))
     for plane_index in range(len(table.profile.planes)):
-        rows = executions_module._plane_rows(table, plane_index)
+        rows = executions_module.plane_rows(table, plane_index)
         expected = np.flatnonzero(table.plane_index == plane_index)
         assert np.arange(len(table))[rows].tolist() == expected.tolist()
 
 
 class _Lines:
-    """The two columns `_plane_rows` reads, for a layout the table never builds."""
+    """The two columns `plane_rows` reads, for a layout the table never builds."""
 
     def __init__(self, bounds: list[int], plane_of_row: list[int]) -> None:
         self.line_bounds = np.array(bounds, np.int64)
@@ -137,9 +137,9 @@ class _Lines:
 
 def test_plane_rows_of_lines_apart_are_their_indices() -> None:
     lines = _Lines([0, 2, 2, 3, 5], [1, 1, 0, 1, 1])  # plane 1's lines around plane 0's
-    assert executions_module._plane_rows(lines, 1).tolist() == [0, 1, 3, 4]  # type: ignore[arg-type, union-attr]
-    assert executions_module._plane_rows(lines, 0) == slice(2, 3)  # type: ignore[arg-type]
-    assert len(executions_module._plane_rows(lines, 2)) == 0  # type: ignore[arg-type, arg-type]
+    assert executions_module.plane_rows(lines, 1).tolist() == [0, 1, 3, 4]  # type: ignore[arg-type, union-attr]
+    assert executions_module.plane_rows(lines, 0) == slice(2, 3)  # type: ignore[arg-type]
+    assert len(executions_module.plane_rows(lines, 2)) == 0  # type: ignore[arg-type, arg-type]
 
 
 @pytest.mark.parametrize("path", xplane_files(), ids=lambda p: str(p.relative_to(DATA_DIR)))

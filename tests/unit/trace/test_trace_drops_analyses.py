@@ -1,8 +1,9 @@
 """The trace index's build drops the analyses it made for its derived tracks (trace/derived.py
-`forget_analyses`): the event table, nesting, forest, XLA executions and steps are not held
-beside the index for as long as the store keeps the profile, nor after a build that failed;
-those an earlier view built stay, and so do these while another thread builds a result of the
-profile; a view that reads them later builds them again, with the same answer."""
+`prepare`, then `profile_cache.forget_made`): the event table, nesting, forest, XLA executions
+and steps are not held beside the index for as long as the store keeps the profile, nor after
+a build that failed; those an earlier view built stay, and so do these while another thread
+builds a result of the profile; a view that reads them later builds them again, with the same
+answer."""
 
 from __future__ import annotations
 
