@@ -104,14 +104,14 @@ function useWholeDocument(
     setFailed(null);
   }, [pageDoc]);
   useEffect(() => {
-    if ((doc as unknown as Record<string, unknown>)["derived_pending"] !== true) return undefined;
+    if (!derivedPending(doc)) return undefined;
     if (failures >= DERIVED_POLL_FAILURES) return undefined;
     const abort = new AbortController();
     const timer = window.setTimeout(() => {
       getJson<ViewDocument>(routeUrl("data", { run, tag: VIEW, host }), abort.signal).then(
         (next) => {
           setFailures(0);
-          if ((next as unknown as Record<string, unknown>)["derived_pending"] === true) {
+          if (derivedPending(next)) {
             setAsks((n) => n + 1); // still being made: ask again, the timeline left alone
           } else {
             setDoc(next);
@@ -134,6 +134,11 @@ function useWholeDocument(
     };
   }, [doc, asks, failures, run, host]);
   return { doc, failed: failures >= DERIVED_POLL_FAILURES ? failed : null };
+}
+
+/** Whether the document says the GPUs' derived tracks are still being made. */
+function derivedPending(doc: ViewDocument): boolean {
+  return (doc as unknown as Record<string, unknown>)["derived_pending"] === true;
 }
 
 /** How often the page asks whether the derived tracks are made (useWholeDocument). */
@@ -227,9 +232,7 @@ export function TraceViewer({ doc: pageDoc, run, host }: ViewProps) {
       class="trace-viewer"
       data-testid="trace-viewer"
       data-loading={busy ? "true" : "false"}
-      data-derived-pending={
-        (doc as unknown as Record<string, unknown>)["derived_pending"] === true ? "true" : "false"
-      }
+      data-derived-pending={derivedPending(doc) ? "true" : "false"}
       data-total-events={String(win.totalEvents)}
     >
       <div class="view-toolbar trace-toolbar">
