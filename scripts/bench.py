@@ -90,7 +90,10 @@ elif mode.startswith("view:"):
     for label in ("cold", "warm"):
         t = time.perf_counter()
         store = store if label == "warm" else ProfileStore()
-        profile = store.open(path)
+        try:  # as the server opens it for the view (the trace: events first)
+            profile = store.open(path, stats_later=view.events_first)
+        except (TypeError, AttributeError):  # a tree from before `events_first`
+            profile = store.open(path)
         doc = view.build(registry.ViewRequest("bench", "host", {"host": profile}, {}))
         json.dumps(doc)
         out[f"{mode[5:]}_{label}_s"] = time.perf_counter() - t

@@ -206,7 +206,10 @@ def build(params):  # as the server builds it: a request under its budget
 
 
 t, cpu = time.perf_counter(), time.process_time()
-profile = ProfileStore().open(path)
+try:  # as the server opens it for this view (the trace: events first, stats_later.py)
+    profile = ProfileStore().open(path, stats_later=view.events_first)
+except (TypeError, AttributeError):  # a tree from before `events_first`
+    profile = ProfileStore().open(path)
 out = {"open_s": time.perf_counter() - t, "decoder": profile.decoder,
        "events": profile.num_events}
 doc = build({})

@@ -39,7 +39,10 @@ try:  # what the server sends (orjson; the columns are numpy arrays); an older t
 except ImportError:
     serialise = lambda doc: json.dumps(doc, separators=(",", ":")).encode()
 t = time.perf_counter()
-profile = ProfileStore().open(sys.argv[2])
+try:  # as the server opens it for the trace (events first: xspace/stats_later.py)
+    profile = ProfileStore().open(sys.argv[2], stats_later=view.events_first)
+except (TypeError, AttributeError):  # a tree from before `events_first`
+    profile = ProfileStore().open(sys.argv[2])
 t_decode = time.perf_counter() - t
 out = {"import_s": t - t0, "decode_s": t_decode}
 for label in ("cold", "warm"):

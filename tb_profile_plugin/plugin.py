@@ -7,6 +7,7 @@ unexpected becomes a 500 with the same shape, is logged, and the server keeps se
 
 from __future__ import annotations
 
+import functools
 import logging
 import mimetypes
 import threading
@@ -427,10 +428,12 @@ class ProfilePlugin(base_plugin.TBPlugin):
             # An unreadable host is left out (named in the diagnostics); none readable: 422.
             paths, host_facts, left_out = registry.readable_only(
                 paths, host_pool.facts_of_files(paths, self._store))
-            profiles: Mapping[str, Profile] = registry.LazyProfiles(paths, self._store.open)
+            profiles: Mapping[str, Profile] = registry.LazyProfiles(
+                paths, functools.partial(self._store.open, stats_later=view.events_first))
         else:
             paths = {host: self._logdir.host_path(run, host)}
-            profiles = {h: self._store.open(p) for h, p in paths.items()}
+            profiles = {h: self._store.open(p, stats_later=view.events_first)
+                        for h, p in paths.items()}
             host_facts = {h: registry.as_facts(p) for h, p in profiles.items()}
             left_out = {}
         if not view.available(registry.RunFacts.combine(host_facts)):

@@ -291,4 +291,4 @@ def _has_events(facts: RunFacts) -> bool:
 # Not kept finished: which hosts a window shows depends on the memory bound (host_budget.py),
 # and each zoom asks for another window.
 VIEW = View(NAME, VERSION, build, _has_events, combines_hosts=True,
-            keeps_documents=False)
+            keeps_documents=False, events_first=True)

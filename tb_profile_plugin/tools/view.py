@@ -130,6 +130,10 @@ class View:
     #: Whether the plugin may answer a repeated request from the finished document
     #: (document_cache.py): the document is a function of the host files and the query alone.
     keeps_documents: bool = True
+    #: Whether the view's first document reads the events alone (the trace viewer's first
+    #: window): a big profile it opens first is decoded with its lines' stats walked when first
+    #: used (ProfileStore.open `stats_later`, xspace/stats_later.py).
+    events_first: bool = False
 
 
 def float_param(params: Mapping[str, str], key: str) -> float | None:

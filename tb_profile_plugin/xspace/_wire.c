@@ -1,14 +1,14 @@
 /* Optional accelerator: decode one encoded XLine straight from its wire bytes into columns.
  *
- * decode_line(buf) walks the XLine message once, filling columns that grow as needed (room
- * for one event per 16 bytes of the line first, doubled by realloc, which moves the pages of
- * a large block without copying; pages never written are never touched), each returned as a
- * writable buffer owning its memory. Python wraps the columns with numpy.frombuffer (no
- * copy). It walked the line twice before, once to count: the 20M-event capture's decode
- * took 1.75 s, 1.1-1.4 s in one pass. (Huge pages, asked for with madvise, made it slower
- * and more variable on the VM measured: 1.3-3.2 s, first touches of 2 MiB.) The pure-numpy
- * decoder in wire_numpy.py computes the same columns and stays the reference; tests check
- * that both agree with protobuf's own parse.
+ * decode_line(buf, events_only=False) walks the XLine message once, filling columns that
+ * grow as needed (room for one event per 16 bytes of the line first, doubled by realloc,
+ * which moves the pages of a large block without copying; pages never written are never
+ * touched), each returned as a writable buffer owning its memory. Python wraps the columns
+ * with numpy.frombuffer (no copy). It walked the line twice before, once to count: the
+ * 20M-event capture's decode took 1.75 s, 1.1-1.4 s in one pass. (Huge pages, asked for with
+ * madvise, made it slower and more variable on the VM measured: 1.3-3.2 s, first touches of
+ * 2 MiB.) The pure-numpy decoder in wire_numpy.py computes the same columns and stays the
+ * reference; tests check that both agree with protobuf's own parse.
  *
  * Returned tuple (all integers little-endian, native width as named):
  *   id, display_id, name (bytes), display_name (bytes), timestamp_ns, duration_ps,
@@ -24,6 +24,9 @@
  *   then the entry widths of event_metadata_id, stat_metadata_id and stat_length (empty
  *   columns: 8, 8 and 4, the widths `_narrowed_ids` / `_narrowed_lengths` leave them at)
  * Stat kinds: 1 double, 2 uint64, 3 int64, 4 str, 5 bytes, 6 ref (see schema.py).
+ * With events_only, each event's stats are passed over by their length (none is read or
+ * checked: the stat columns come back empty), a fifth to a sixth of the whole walk's time
+ * on a GPU stream; the profile's stats are walked later (xspace/stats_later.py).
  *
  * decode_line_dense (_wire_line_dense.c) walks a line the same way but codes its stats as it goes
  * (dense_plan's passes, a stat row at a time), writing rows only for the stats that stay
@@ -100,10 +103,12 @@ PyObject *wire_block_from(void *data, Py_ssize_t bytes) {
 static PyObject *decode_line(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
-    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    int events_only = 0;
+    if (!PyArg_ParseTuple(args, "y*|p", &view, &events_only)) return NULL;
     const uint8_t *buf = (const uint8_t *)view.buf;
     Columns cols;
     memset(&cols, 0, sizeof cols);
+    cols.mode = events_only ? WALK_EVENTS : WALK_ROWS;
     cols.offset.item = cols.duration.item = cols.occurrences.item = cols.st_value.item = 8;
     cols.meta.item = cols.st_meta.item = cols.st_event.item = 4;  /* (ids: widened as needed) */
     cols.st_kind.item = cols.st_length.item = 1;                  /* (lengths: the same) */
@@ -215,7 +220,8 @@ static PyObject *scan_fields(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"decode_line", decode_line, METH_VARARGS,
-     "decode_line(buf) -> header fields and event/stat columns of one encoded XLine."},
+     "decode_line(buf, events_only=False) -> header fields and event/stat columns of one "
+     "encoded XLine (events_only: no stat row)."},
     {"scan_fields", scan_fields, METH_VARARGS,
      "scan_fields(buf, start, end) -> int64 rows (field, wire_type, start, value_start, end)."},
     {"dense_plan", wire_dense_plan, METH_VARARGS,

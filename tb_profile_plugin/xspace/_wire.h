@@ -139,10 +139,12 @@ typedef struct {
     struct LinePlan *line;
 } Columns;
 
-/* What the walk does: fill every column (`decode_line`), or one of `decode_line_dense`'s
- * passes: the events' columns and each stat row seen (its checks, ranges, pairs), then
- * each row coded, then the rows that stay sparse written (events passed over). */
-enum { WALK_ROWS = 0, WALK_SEE, WALK_CODE, WALK_KEEP };
+/* What the walk does: fill the events' columns alone, each event's stats passed over by
+ * their length (`decode_line(buf, events_only=True)`: xspace/stats_later.py), fill every
+ * column (`decode_line`), or one of `decode_line_dense`'s passes: the events' columns and
+ * each stat row seen (its checks, ranges, pairs), then each row coded, then the rows that
+ * stay sparse written (events passed over). */
+enum { WALK_EVENTS = -1, WALK_ROWS = 0, WALK_SEE, WALK_CODE, WALK_KEEP };
 
 typedef struct {
     int64_t id, display_id, timestamp_ns, duration_ps;

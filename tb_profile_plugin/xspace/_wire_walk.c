@@ -136,6 +136,10 @@ static inline int decode_event(
         uint64_t key = TAG_KEY(tag);
         if (key == TAG(4, 2)) {
             const uint8_t *stat_end = value_end(&r);
+            if (mode == WALK_EVENTS && stat_end) {  /* (the stats: passed over) */
+                r.p = stat_end;
+                continue;
+            }
             if (!stat_end || !decode_stat(&r, r.p, stat_end, cols, (int32_t)index, mode))
                 return 0;
             r.p = stat_end;

@@ -52,6 +52,7 @@ from tb_profile_plugin.xspace.model import (
 )
 from tb_profile_plugin.xspace.pb import xplane_pb2, xplane_wire_pb2
 from tb_profile_plugin.xspace.schema import DEVICE_PLANE_PREFIX, PLANES_READ_BY_NAME
+from tb_profile_plugin.xspace.stats_later import Reopen, StatsLater, Walked
 
 try:
     from tb_profile_plugin.xspace import _wire  # type: ignore[attr-defined]
@@ -71,28 +72,46 @@ def compiled_decoder_available() -> bool:
     return _wire is not None
 
 
-def decode_xspace(data: bytes | RangeSource, *, pure: bool | None = None) -> Profile:
+def decode_xspace(data: bytes | RangeSource, *, pure: bool | None = None,
+                  stats_later: Reopen | None = None) -> Profile:
     """Decode one serialized XSpace. Raises UnreadableProfile for anything that is not one.
 
     `pure` forces (True) or forbids (False) the numpy decoder; None picks the compiled one when
     built, unless TB_PROFILE_PURE_DECODER=1. Lines are decoded from slices of `data` itself
     (no copy), or read from the file a plane and a line at a time (`RangeSource`); only the
     small rest of each plane goes through protobuf.
+
+    With `stats_later` (and the compiled decoder), the lines' events are walked without their
+    stats, which are walked from the file `stats_later()` gives when first used
+    (xspace/stats_later.py).
     """
     pure = pure_path(pure)
+    events_only = stats_later is not None and not pure
     source = FileBytes(data)
     with _unreadable_wire():
         head, plane_spans = _structure(source, pure)
         checkpoint()
         heads, line_spans = _plane_heads(source, plane_spans, pure)
         checkpoint()
-        decoded = _decode_planes(source, heads, line_spans, pure)
+        decoded = _decode_planes(source, heads, line_spans, pure, events_only)
     del source
     starts = [raw.timestamp_ns for _, lines in decoded for raw in lines if len(raw.metadata_id)]
     origin_ns = min(starts) if starts else 0
     _check_times(decoded, origin_ns)
     checkpoint()
+    later = None
+    if events_only:
+        assert stats_later is not None
+        later = _stats_later(stats_later, heads, line_spans)
+        for raw, stats in zip((raw for _, lines in decoded for raw in lines), later.stats(),
+                              strict=True):
+            raw.dense_stats = stats
     planes = [_build_plane(plane, lines, origin_ns) for plane, lines in decoded]
+    if later is not None:
+        for k, (raw, line) in enumerate(zip(
+                (raw for _, lines in decoded for raw in lines),
+                (line for plane in planes for line in plane.lines), strict=True)):
+            later.hold(k, line.events, (raw.timestamp_ns - origin_ns) * 1000)
     return Profile(
         planes=planes,
         hostnames=list(head.hostnames),
@@ -250,11 +269,12 @@ def _check_line_count(count: int) -> None:
 
 def _decode_planes(
     source: FileBytes, heads: list[xplane_pb2.XPlane], line_spans: list[list[tuple[int, int]]],
-    pure: bool,
+    pure: bool, events_only: bool = False,
 ) -> list[tuple[xplane_pb2.XPlane, list[_RawLine]]]:
     """Each plane's head and its lines' columns; the lines of every plane are walked side by
     side on a few threads (column_threads.py: the compiled walk releases the GIL), each into
-    its own columns, each from its own range of the file."""
+    its own columns, each from its own range of the file (`events_only`: their events alone,
+    `_decode_line_events`)."""
     spans = [span for plane in line_spans for span in plane]
     size = sum(hi - lo for lo, hi in spans)
     budget = _LineBudget(LARGE_LINES_IN_FLIGHT_BYTES)
@@ -263,6 +283,8 @@ def _decode_planes(
                  for head, plane in zip(heads, line_spans, strict=True) for span in plane}
 
     def decode(span: tuple[int, int]) -> _RawLine:
+        if events_only:  # (no stat is walked: the line's bytes are the walk's peak)
+            return _decode_line_events(source.read(span[0], span[1]))
         with budget.walking(span[1] - span[0]):  # (the large walks are the peak)
             return _decode_line(lambda: source.read(span[0], span[1]), pure, on_device[span])
 
@@ -363,6 +385,40 @@ def _decode_line(read: Callable[[], memoryview], pure: bool, on_device: bool = T
     return raw
 
 
+def _decode_line_events(line_bytes: memoryview) -> _RawLine:
+    """The line's header and events, its stats passed over (the compiled walk's events-only
+    mode: `decode_xspace(stats_later=...)`)."""
+    raw = _RawLine()
+    try:
+        _decode_line_compiled(line_bytes, raw, events_only=True)
+    except ValueError as exc:
+        raise UnreadableProfile(f"a line of the profile is malformed ({exc})") from exc
+    return raw
+
+
+def _stats_later(reopen: Reopen, heads: list[xplane_pb2.XPlane],
+                 line_spans: list[list[tuple[int, int]]]) -> StatsLater:
+    """The lines' stats, walked from the reopened file when first used: each line whole again,
+    by the decode's own walk (`_decode_line`), so they are the stats a whole decode gives."""
+    spans = [span for plane in line_spans for span in plane]
+    on_device = [head.name.startswith(DEVICE_PLANE_PREFIX)
+                 for head, plane in zip(heads, line_spans, strict=True) for _ in plane]
+
+    def walker(data: bytes | RangeSource) -> Callable[[int], Walked]:
+        source = FileBytes(data)
+        budget = _LineBudget(LARGE_LINES_IN_FLIGHT_BYTES)
+
+        def walk(k: int) -> Walked:
+            lo, hi = spans[k]
+            with _unreadable_wire(), budget.walking(hi - lo):
+                raw = _decode_line(lambda: source.read(lo, hi), False, on_device[k])
+            return raw.metadata_id, raw.offset_ps, raw.event_duration_ps, raw.dense_stats
+
+        return walk
+
+    return StatsLater(reopen, walker, [hi - lo for lo, hi in spans])
+
+
 def _gathered(stats: StatColumns) -> StatColumns:
     """Sparse `stats` whose string values still point into the line's bytes (`strings`) with
     those values copied out into their own blob (`gather_strings`), as `_stat_columns` gives
@@ -423,10 +479,13 @@ def _narrowed_lengths(length: np.ndarray) -> np.ndarray:
     return length
 
 
-def _decode_line_compiled(line_bytes: memoryview, raw: _RawLine) -> None:
+def _decode_line_compiled(line_bytes: memoryview, raw: _RawLine,
+                          events_only: bool = False) -> None:
+    """The line walked by the compiled walk into its event columns and stat rows (no stat
+    row with `events_only`: `raw.stats` is not set)."""
     (raw.id, raw.display_id, name, display_name, raw.timestamp_ns, raw.duration_ps, meta,
      offset, duration, occurrences, s_row, s_meta, s_kind, s_value, s_length, meta_size,
-     s_meta_size, s_length_size) = _wire.decode_line(line_bytes)
+     s_meta_size, s_length_size) = _wire.decode_line(line_bytes, events_only)
     raw.name = name.decode("utf-8", errors="replace")
     raw.display_name = display_name.decode("utf-8", errors="replace")
     # (ids and lengths come narrowed as `_narrowed_ids` / `_narrowed_lengths` narrow them)
@@ -434,6 +493,8 @@ def _decode_line_compiled(line_bytes: memoryview, raw: _RawLine) -> None:
     raw.offset_ps = np.frombuffer(offset, np.int64)
     raw.event_duration_ps = np.frombuffer(duration, np.int64)
     raw.num_occurrences = None if occurrences is None else np.frombuffer(occurrences, np.int64)
+    if events_only:
+        return
     raw.stats = (
         np.frombuffer(s_row, np.int32), np.frombuffer(s_meta, _ID_DTYPES[s_meta_size]),
         np.frombuffer(s_kind, np.uint8), np.frombuffer(s_value, np.int64),

@@ -558,8 +558,8 @@ def result_nbytes(result: object, seen: set[int] | None = None) -> int:
             total += owner.nbytes
         elif isinstance(value, str | bytes):
             total += len(value) + _OBJECT_BYTES
-        elif isinstance(value, Profile | Plane):
-            continue
+        elif isinstance(value, Profile | Plane) or is_unread(value):
+            continue  # (a line's columns not read yet: the profile's, counted with it)
         elif isinstance(fixed := getattr(type(value), "fixed_nbytes", None),
                         functools.cached_property):
             total += int(fixed.__get__(value))  # immutable: measured once, then kept
@@ -578,6 +578,13 @@ def result_nbytes(result: object, seen: set[int] | None = None) -> int:
         elif hasattr(value, "__dict__"):
             stack.extend((item, depth + 1) for item in vars(value).values())
     return total
+
+
+def is_unread(value: object) -> bool:
+    """Whether `value` is a line's lazy columns not read yet (xspace/lazy_columns.py): reading
+    any of its fields reads them."""
+    part = getattr(value, "__dict__", {}).get("_part")
+    return part is not None and not part.done
 
 
 class Derived:

@@ -5,9 +5,10 @@ Reopening a big profile from the disk cache (cache/lookup.py) used to read its w
 when the trace index is cached too (trace/index_cache.py), needs none of the lines' columns.
 `load_lazily` therefore builds the profile from the entry's header and its small arrays
 (planes, metadata tables, plane stats: kilobytes), and gives each line an `events` and a
-`stats` object of the model's own classes whose fields are read from the entry, and checked
-against their word sums, on first access (`_LazyPart`). Their length and `nbytes` come from the
-entry's array table without reading anything (the store's memory bound counts them whole).
+`stats` object of the model's own classes (xspace/lazy_columns.py) whose fields are read from
+the entry, and checked against their word sums, on first access. Their length and `nbytes`
+come from the entry's array table without reading anything (the store's memory bound counts
+them whole).
 
 A part whose bytes no longer match their sums (damaged since the entry was opened, or the file
 truncated: the cache removes the entry, `entry.DamagedEntry`), or whose columns do not fit
@@ -25,7 +26,6 @@ Small entries (under `lookup.LAZY_MIN_BYTES`) are read and checked whole, as `lo
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from tb_profile_plugin.errors import UnreadableProfile
-from tb_profile_plugin.xspace import model
+from tb_profile_plugin.xspace import lazy_columns, model
 from tb_profile_plugin.xspace.cache import lookup
 from tb_profile_plugin.xspace.cache import tree as profile_tree
 from tb_profile_plugin.xspace.cache.entry import EntryArrays
@@ -141,14 +141,13 @@ def _part(tree: Any, entry: _Entry, where: tuple[Any, ...], num_rows: int | None
     for index in refs.values():
         if index is not None and len(entry.arrays.shape(index)) != 1:
             raise ValueError(f"{kind} column is not one-dimensional")
-    lengths = {entry.arrays.shape(i)[0] for n in lazy_class.same_length
+    lengths = {entry.arrays.shape(i)[0] for n in profile_tree._SAME_LENGTH[lazy_class._base]
                if (i := refs.get(n)) is not None}
     if len(lengths) > 1:
         raise ValueError(f"{kind} columns of different lengths {sorted(lengths)}")
     part = _Part(entry, where, refs, lengths.pop() if lengths else 0, num_rows,
                  lazy_class._base)
-    obj = object.__new__(lazy_class)
-    object.__setattr__(obj, "_part", part)
+    obj = lazy_columns.lazy(lazy_class, part)
     entry.parts.append((obj, part))
     return obj
 
@@ -192,78 +191,13 @@ class _Part:
 
     def adopt(self, obj: Any, plain: Any) -> None:
         """Gives the lazy `obj` the columns of `plain` (the caller holds `lock`)."""
-        for f in dataclasses.fields(self.base):
-            object.__setattr__(obj, f.name, getattr(plain, f.name))
+        lazy_columns.adopt(obj, plain, self.base)
         self.done = True
 
 
-class _LazyPart:
-    """Mixin of the lazy model classes: a missing field reads the part (module docstring);
-    afterwards the fields are plain attributes, read at full speed."""
-
-    field_names: tuple[str, ...] = ()
-    same_length: tuple[str, ...] = ()
-    _base: type = object
-
-    def __getattr__(self, name: str) -> Any:
-        part = self.__dict__.get("_part")
-        if part is None or name not in self.field_names:
-            raise AttributeError(name)
-        part.materialise(self, self._base)
-        return self.__dict__[name]
-
-    def _unread(self) -> _Part | None:
-        part: _Part | None = self.__dict__.get("_part")
-        return part if part is not None and not part.done else None
-
-    def __len__(self) -> int:
-        part = self._unread()
-        if part is not None:
-            return part.length
-        length: int = self._base.__len__(self)  # type: ignore[attr-defined]
-        return length
-
-    @property
-    def nbytes(self) -> int:
-        part = self._unread()
-        if part is not None:
-            return part.nbytes
-        nbytes: int = self._base.nbytes.fget(self)  # type: ignore[attr-defined]
-        return nbytes
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as the plain model class (read first)."""
-        return (self._base, tuple(getattr(self, name) for name in self.field_names))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, self._base):
-            return NotImplemented
-        return all(_same(getattr(self, n), getattr(other, n)) for n in self.field_names)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
-    return bool(a == b)
-
-
-class _LazyEventColumns(_LazyPart, model.EventColumns):
-    field_names = tuple(f.name for f in dataclasses.fields(model.EventColumns))
-    same_length = profile_tree._SAME_LENGTH[model.EventColumns]
-    _base = model.EventColumns
-
-
-class _LazyStatColumns(_LazyPart, model.StatColumns):
-    field_names = tuple(f.name for f in dataclasses.fields(model.StatColumns))
-    same_length = profile_tree._SAME_LENGTH[model.StatColumns]
-    _base = model.StatColumns
-
-
-_LAZY_CLASSES: dict[str, type[_LazyPart]] = {
-    "EventColumns": _LazyEventColumns, "StatColumns": _LazyStatColumns}
+_LAZY_CLASSES: dict[str, type[lazy_columns.LazyColumns]] = {
+    "EventColumns": lazy_columns.LazyEventColumns, "StatColumns": lazy_columns.LazyStatColumns}
 
 
 #: Whether `obj` is a lazy part not read yet (tree._check leaves it for its first use).
-is_unread = profile_tree._unread
+is_unread = lazy_columns.is_unread

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.xspace import model
+from tb_profile_plugin.xspace import lazy_columns, model
 from tb_profile_plugin.xspace.schema import FORMAT_VERSION, StatKind
 
 _TYPES = {
@@ -33,8 +33,8 @@ def _flatten(obj: Any, arrays: list[np.ndarray]) -> Any:
         arrays.append(obj)
         return {"@a": len(arrays) - 1}
     if dataclasses.is_dataclass(obj):
-        return {
-            "@t": type(obj).__name__,
+        return {  # (a lazy part, read by the fields' reads below, is its model class)
+            "@t": getattr(obj, "_base", type(obj)).__name__,
             "f": {f.name: _flatten(getattr(obj, f.name), arrays) for f in dataclasses.fields(obj)},
         }
     if isinstance(obj, list):
@@ -123,10 +123,9 @@ def _check(obj: Any) -> None:
 
 
 def _unread(obj: Any) -> bool:
-    """Whether `obj` is a part of a lazily read profile not read yet (cache/lazy.py):
-    it is checked when it is first read."""
-    part = getattr(obj, "__dict__", {}).get("_part")
-    return part is not None and not part.done
+    """Whether `obj` is a part of a lazily read profile not read yet (cache/lazy.py,
+    xspace/stats_later.py): it is checked when it is first read."""
+    return lazy_columns.is_unread(obj)
 
 
 def _type_ok(value: Any, annotation: str) -> bool:
