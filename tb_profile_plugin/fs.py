@@ -373,6 +373,20 @@ class LocalFile:
             at += len(chunk)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def read_range_into(self, start: int, end: int, out: memoryview) -> None:
+        """`read_range` into `out` (of `end - start` bytes) instead of fresh bytes: a caller
+        reading many ranges one after another reuses its memory (fresh pages for each of an
+        8-GPU capture's 117 MB streams cost more than walking them)."""
+        if not 0 <= start <= end <= self.size_bytes or len(out) != end - start:
+            raise ValueError(f"range {start}..{end} outside a file of {self.size_bytes} bytes"
+                             f" or not the size of its buffer ({len(out)})")
+        at = 0
+        while at < len(out):
+            read = os.preadv(self.fd, [out[at : at + _MAX_PREAD_BYTES]], start + at)
+            if not read:
+                raise OSError(errno.EIO, "the file became shorter while it was read")
+            at += read
+
     def chunks(self, size: int) -> Iterator[bytes]:
         """The file from its start, `size` bytes at a time (the last shorter), to its end as
         it is then (read on if it grew), never past the limit (FileRefused)."""

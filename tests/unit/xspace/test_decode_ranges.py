@@ -4,6 +4,7 @@ the same profile as from its bytes, the same refusals, and never the whole file 
 from __future__ import annotations
 
 import os
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import pytest
 
 from tb_profile_plugin import column_threads, fs
 from tb_profile_plugin.errors import UnreadableProfile
+from tb_profile_plugin.xspace import stats_later
 from tb_profile_plugin.xspace.decode import decode_xspace, outline_xspace
+from tb_profile_plugin.xspace.file_fields import LineScratch
 from tb_profile_plugin.xspace.pb import xplane_pb2
 from tb_profile_plugin.xspace.store import ProfileStore
 from tests.fixtures import xplane_files
@@ -106,3 +109,67 @@ def test_truncated_files_read_by_ranges_are_refused(tmp_path: Path, cut: int) ->
     path.write_bytes(data[:cut])
     with fs.LocalFile(str(path)) as local, pytest.raises(UnreadableProfile):
         decode_xspace(local)
+
+
+@pytest.mark.parametrize("path", xplane_files(), ids=lambda p: str(p.relative_to(p.parents[4])))
+def test_lines_read_into_reused_memory_decode_as_from_the_bytes(
+        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line of the file read into the same memory (file_fields.LineScratch, here one
+    buffer for all), decoded whole or events first and its stats walked later: the profile
+    holds nothing of that memory (each line overwrites the last), so it is the one decoded
+    from the file's bytes."""
+    from tests.unit.xspace.test_stats_later import _assert_same_columns, _events_first
+
+    monkeypatch.setenv(column_threads.THREADS_ENV, "1")
+    shared = bytearray(path.stat().st_size)
+
+    def get(self: LineScratch, size: int) -> memoryview:
+        view = memoryview(shared)[:size]
+        view[:] = b"\xab" * size  # (what a line left is gone before the next is read)
+        return view
+
+    monkeypatch.setattr(LineScratch, "get", get)
+    want = decode_xspace(path.read_bytes())
+    with fs.LocalFile(str(path)) as local:
+        whole = decode_xspace(local)
+    shared[:] = b"\xcd" * len(shared)
+    _assert_same_columns(whole, want)
+    later = _events_first(path)
+    pending = stats_later.pending(later)
+    assert pending is not None
+    pending.load()  # (every line walked into the same memory, one after another)
+    shared[:] = b"\xef" * len(shared)
+    _assert_same_columns(later, want)
+
+
+def test_a_thread_reuses_its_memory_for_lines_of_like_size() -> None:
+    scratch = LineScratch()
+    first = scratch.get(1000)
+    assert len(first) == 1000 and first.obj is scratch.get(600).obj  # reused: within 2x
+    smaller = scratch.get(400)  # less than half: the large memory is let go
+    assert len(smaller) == 400 and smaller.obj is not first.obj
+    assert len(scratch.get(5000)) == 5000  # grown
+    other: list[memoryview] = []
+    thread = threading.Thread(target=lambda: other.append(scratch.get(5000)))
+    thread.start()
+    thread.join()
+    assert other[0].obj is not scratch.get(5000).obj  # each thread its own
+
+
+def test_read_range_into_reads_the_range_in_pieces_and_refuses_a_cut_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = bytes(range(256)) * 40
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    monkeypatch.setattr(fs, "_MAX_PREAD_BYTES", 1000)  # several reads for one range
+    with fs.LocalFile(str(path)) as local:
+        out = memoryview(bytearray(7000))
+        local.read_range_into(1234, 8234, out)
+        assert bytes(out) == data[1234:8234]
+        with pytest.raises(ValueError, match="outside a file"):
+            local.read_range_into(9000, 11000, memoryview(bytearray(2000)))
+        with pytest.raises(ValueError, match="not the size of its buffer"):
+            local.read_range_into(0, 10, memoryview(bytearray(9)))
+        os.truncate(path, 5000)
+        with pytest.raises(OSError, match="shorter while it was read"):
+            local.read_range_into(4000, 9000, memoryview(bytearray(5000)))
