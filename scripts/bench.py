@@ -53,7 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 _CHILD = r"""
-import json, os, sys, time, tracemalloc
+import inspect, json, os, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[1])
 mode, path = sys.argv[2], sys.argv[3]
 out = {}
@@ -90,9 +90,9 @@ elif mode.startswith("view:"):
     for label in ("cold", "warm"):
         t = time.perf_counter()
         store = store if label == "warm" else ProfileStore()
-        try:  # as the server opens it for the view (the trace: events first)
-            profile = store.open(path, stats_later=view.events_first)
-        except (TypeError, AttributeError):  # a tree from before `events_first`
+        if "stats_later" in inspect.signature(ProfileStore.open).parameters:  # as the server
+            profile = store.open(path, stats_later=view.events_first)  # opens it for the view
+        else:  # a tree from before `events_first`
             profile = store.open(path)
         doc = view.build(registry.ViewRequest("bench", "host", {"host": profile}, {}))
         json.dumps(doc)

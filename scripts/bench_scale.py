@@ -185,7 +185,7 @@ def make_captures(source: Path, scratch: Path, names: list[str]) -> dict[str, Pa
 # -- measuring --------------------------------------------------------------------------------
 
 _OURS = r"""
-import json, sys, time
+import inspect, json, sys, time
 sys.path.insert(0, sys.argv[1])
 work, path = sys.argv[2], sys.argv[3]
 t0 = time.perf_counter()
@@ -206,9 +206,9 @@ def build(params):  # as the server builds it: a request under its budget
 
 
 t, cpu = time.perf_counter(), time.process_time()
-try:  # as the server opens it for this view (the trace: events first, stats_later.py)
-    profile = ProfileStore().open(path, stats_later=view.events_first)
-except (TypeError, AttributeError):  # a tree from before `events_first`
+if "stats_later" in inspect.signature(ProfileStore.open).parameters:  # as the server opens
+    profile = ProfileStore().open(path, stats_later=view.events_first)  # it (stats_later.py)
+else:  # a tree from before `events_first`
     profile = ProfileStore().open(path)
 out = {"open_s": time.perf_counter() - t, "decoder": profile.decoder,
        "events": profile.num_events}

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 _COLD_CHILD = r"""
-import json, sys, time
+import inspect, json, sys, time
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
 from tb_profile_plugin.tools import registry
@@ -39,9 +39,9 @@ try:  # what the server sends (orjson; the columns are numpy arrays); an older t
 except ImportError:
     serialise = lambda doc: json.dumps(doc, separators=(",", ":")).encode()
 t = time.perf_counter()
-try:  # as the server opens it for the trace (events first: xspace/stats_later.py)
-    profile = ProfileStore().open(sys.argv[2], stats_later=view.events_first)
-except (TypeError, AttributeError):  # a tree from before `events_first`
+if "stats_later" in inspect.signature(ProfileStore.open).parameters:  # as the server opens
+    profile = ProfileStore().open(sys.argv[2], stats_later=view.events_first)  # the trace
+else:  # a tree from before `events_first`
     profile = ProfileStore().open(sys.argv[2])
 t_decode = time.perf_counter() - t
 out = {"import_s": t - t0, "decode_s": t_decode}

@@ -1,6 +1,6 @@
 /* Optional accelerator: decode one encoded XLine straight from its wire bytes into columns.
  *
- * decode_line(buf, events_only=False) walks the XLine message once, filling columns that
+ * decode_line(buf[, events_only]) walks the XLine message once, filling columns that
  * grow as needed (room for one event per 16 bytes of the line first, doubled by realloc,
  * which moves the pages of a large block without copying; pages never written are never
  * touched), each returned as a writable buffer owning its memory. Python wraps the columns
@@ -24,9 +24,10 @@
  *   then the entry widths of event_metadata_id, stat_metadata_id and stat_length (empty
  *   columns: 8, 8 and 4, the widths `_narrowed_ids` / `_narrowed_lengths` leave them at)
  * Stat kinds: 1 double, 2 uint64, 3 int64, 4 str, 5 bytes, 6 ref (see schema.py).
- * With events_only, each event's stats are passed over by their length (none is read or
- * checked: the stat columns come back empty), a fifth to a sixth of the whole walk's time
- * on a GPU stream; the profile's stats are walked later (xspace/stats_later.py).
+ * With events_only true (positional), each event's stats are passed over by their length
+ * (none is read or checked: the stat columns come back empty), a fifth to a sixth of the
+ * whole walk's time on a GPU stream; the profile's stats are walked later
+ * (xspace/stats_later.py).
  *
  * decode_line_dense (_wire_line_dense.c) walks a line the same way but codes its stats as it goes
  * (dense_plan's passes, a stat row at a time), writing rows only for the stats that stay
@@ -220,7 +221,7 @@ static PyObject *scan_fields(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"decode_line", decode_line, METH_VARARGS,
-     "decode_line(buf, events_only=False) -> header fields and event/stat columns of one "
+     "decode_line(buf[, events_only]) -> header fields and event/stat columns of one "
      "encoded XLine (events_only: no stat row)."},
     {"scan_fields", scan_fields, METH_VARARGS,
      "scan_fields(buf, start, end) -> int64 rows (field, wire_type, start, value_start, end)."},

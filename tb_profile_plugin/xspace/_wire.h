@@ -140,7 +140,7 @@ typedef struct {
 } Columns;
 
 /* What the walk does: fill the events' columns alone, each event's stats passed over by
- * their length (`decode_line(buf, events_only=True)`: xspace/stats_later.py), fill every
+ * their length (`decode_line(buf, True)`, events only: xspace/stats_later.py), fill every
  * column (`decode_line`), or one of `decode_line_dense`'s passes: the events' columns and
  * each stat row seen (its checks, ranges, pairs), then each row coded, then the rows that
  * stay sparse written (events passed over). */

@@ -12,7 +12,6 @@ headers to choose how the line is walked (decode.py).
 from __future__ import annotations
 
 import os
-import threading
 from typing import Protocol
 
 import numpy as np
@@ -48,27 +47,6 @@ class RangeSource(Protocol):
     def read_range_into(self, start: int, end: int, out: memoryview) -> None: ...
 
 
-class LineScratch:
-    """Memory for the lines one decode reads from a file, reused by each thread from one line
-    to the next (`FileBytes.read_into`): the 10M-event 8-GPU capture's lines read into fresh
-    bytes took 0.85 s of page faults and copies, into reused memory 0.14 s. Only for walks
-    whose results hold nothing of the line's bytes (the decoders copy what they keep: tested
-    on every committed capture). Dropped with the decode."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def get(self, size: int) -> memoryview:
-        """`size` bytes of this thread's memory (what they held is gone): the memory of its
-        last line where that fits and is not more than twice as large (a decode walks the
-        largest lines first: their memory is not held while the small ones are walked)."""
-        buffer: bytearray | None = getattr(self._local, "buffer", None)
-        if buffer is None or not size <= len(buffer) <= 2 * size:
-            self._local.buffer = None  # (the old memory goes before the new is taken)
-            buffer = self._local.buffer = bytearray(size)
-        return memoryview(buffer)[:size]
-
-
 class FileBytes:
     """The bytes of the file: `data` itself (ranges are views, no copy), or a `RangeSource`
     read a range at a time (each range a fresh bytes object, dropped with its last view)."""
@@ -89,13 +67,14 @@ class FileBytes:
         assert self.ranges is not None
         return memoryview(self.ranges.read_range(start, end))
 
-    def read_into(self, start: int, end: int, scratch: LineScratch) -> memoryview:
-        """`read`, a range of a file read into this thread's `scratch` memory (valid until the
-        thread's next `read_into`); bytes in memory are a view, as `read` gives them."""
-        if self.view is not None or not 0 <= start <= end <= self.size:
+    def read_into(self, start: int, end: int, memory: np.ndarray | None) -> memoryview:
+        """`read`, a range of a file read into `memory` (uint8, `end - start` or more: the
+        caller's to reuse once the walk is done, decode._LineBudget) where given; bytes in
+        memory are a view, as `read` gives them."""
+        if memory is None or self.view is not None or not 0 <= start <= end <= self.size:
             return self.read(start, end)
         assert self.ranges is not None
-        out = scratch.get(end - start)
+        out = memoryview(memory[: end - start])  # type: ignore[arg-type]  # (a uint8 array)
         self.ranges.read_range_into(start, end, out)
         return out
 

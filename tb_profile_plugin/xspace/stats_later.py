@@ -83,6 +83,8 @@ class StatsLater:
         self._done = threading.Event()
         self._error: BaseException | None = None
         self._callbacks: list[Callable[[], None]] = []
+        #: The file's name, which every error names (the store's; "" reads no prefix).
+        self.name = ""
 
     def stats(self) -> list[StatColumns]:
         """Every line's lazy stats (in file order), handed out once: the lines hold them."""
@@ -114,16 +116,19 @@ class StatsLater:
         """Every line's stats, walked once (module docstring); raises what stopped the walk."""
         with self._lock:
             if not self._started:
+                try:
+                    threading.Thread(target=self._run, daemon=True,
+                                     name="tb-profile stats later").start()
+                except RuntimeError as exc:  # (no thread to be had: said to every reader)
+                    self._fail(UnreadableProfile, f"the profile's stats were not read ({exc})")
                 self._started = True
-                threading.Thread(target=self._run, daemon=True,
-                                 name="tb-profile stats later").start()
         request_budget.wait(self._done)
-        if self._error is not None:
-            error = self._error
-            raise type(error)(str(error)) if isinstance(error, (NotFound, UnreadableProfile)) \
-                else UnreadableProfile(str(error))
+        error = self._error
+        if error is not None:  # a fresh exception for each reader (no frame of the walk kept)
+            raise type(error)(str(error))
 
     def _run(self) -> None:
+        failure: tuple[type[Exception], str] | None = None
         try:
             walked = self._walk_all()
             for part, ref, stats in zip(self._parts, self._objects, walked, strict=True):
@@ -134,22 +139,33 @@ class StatsLater:
             del walked
             self._lines = []  # (what the walk checked: the profile's own events)
         except (NotFound, UnreadableProfile) as exc:
-            self._error = exc
+            failure = type(exc), str(exc)
         except (ValueError, OSError) as exc:
-            self._error = UnreadableProfile(
-                f"the profile's stats could not be read ({exc}); the file is truncated or "
-                "damaged")
+            failure = UnreadableProfile, (f"the profile's stats could not be read ({exc}); the "
+                                          "file is truncated or damaged")
         except BaseException as exc:  # noqa: BLE001 - handed to every reader
             logger.exception("the profile's stats were not read")
-            self._error = UnreadableProfile(f"the profile's stats were not read: {exc}")
-        finally:
-            memory_release.release_now()  # (the walks' temporaries, on threads of their own)
-            with self._lock:
-                callbacks, self._callbacks = self._callbacks, []
-                self._done.set()
-        if self._error is None:
+            failure = UnreadableProfile, f"the profile's stats were not read: {exc}"
+        # Only the kind and the sentence are kept: the exception's frames would hold the stats
+        # walked so far and a line's bytes for as long as the profile is kept.
+        memory_release.release_now()  # (the walks' temporaries, on threads of their own)
+        with self._lock:
+            if failure is not None:
+                self._fail(*failure)
+            callbacks, self._callbacks = self._callbacks, []
+            self._done.set()
+        if failure is None:
             for callback in callbacks:
-                callback()
+                try:
+                    callback()
+                except Exception:  # noqa: BLE001 - the stats are read; the others still run
+                    logger.exception("after the profile's stats were read")
+
+    def _fail(self, kind: type[Exception], sentence: str) -> None:
+        """(Under the lock.) The walk failed: every reader is told `sentence`, naming the file."""
+        named = f"{self.name}: {sentence}" if self.name not in sentence else sentence
+        self._error = kind(named)
+        self._done.set()
 
     def _walk_all(self) -> list[StatColumns]:
         """Every line walked again, the largest first, on threads of their own."""
@@ -164,9 +180,12 @@ class StatsLater:
                 stats[k] = line_stats
 
             threads = max(1, min(column_threads.threads(), len(order)))
-            with ThreadPoolExecutor(threads, thread_name_prefix="tb-profile-stats") as pool:
+            pool = ThreadPoolExecutor(threads, thread_name_prefix="tb-profile-stats")
+            try:
                 for future in [pool.submit(one, k) for k in order]:
                     future.result()
+            finally:  # (a line that failed: the lines not begun are not walked)
+                pool.shutdown(wait=True, cancel_futures=True)
         return [s if s is not None else StatColumns.empty() for s in stats]
 
     def _check_events(self, k: int, metadata_id: np.ndarray, offset_ps: np.ndarray,

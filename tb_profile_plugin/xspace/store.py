@@ -213,11 +213,15 @@ def _unreadable(path: str, exc: OSError) -> str:
 
 
 #: XSpace files from which `ProfileStore.open(stats_later=True)` leaves the lines' stats in the
-#: file until first used (TB_PROFILE_STATS_LATER_MIN_BYTES): below it the whole decode takes
+#: file until first used (TB_PROFILE_STATS_LATER_MIN_BYTES). Below it the whole decode takes
 #: little more than the events' (a 207 MB 2M-event 8-GPU capture: 0.12-0.15 s against
-#: 0.26-0.31 s).
+#: 0.26-0.31 s), and a GPU capture under a million events (trace/lines_first.py) has its whole
+#: trace index built in its first request, which reads the stats at once: both walks would
+#: be paid. Real GPU captures hold 59-103 bytes an event (8-GPU JAX ones), so one of 128 MiB
+#: holds more than a million; a host-only one (17-26 bytes an event) reads no stat for its
+#: trace at all.
 STATS_LATER_MIN_BYTES_ENV = "TB_PROFILE_STATS_LATER_MIN_BYTES"
-DEFAULT_STATS_LATER_MIN_BYTES = 64 << 20
+DEFAULT_STATS_LATER_MIN_BYTES = 128 << 20
 
 
 def stats_later_min_bytes() -> int:
@@ -377,6 +381,8 @@ class ProfileStore:
         with self._lock:
             self.decode_count += 1
         later = stats_later_of(profile)
+        if later is not None:
+            later.name = fs.basename(path)  # (named in its errors, as the decode's are)
         if later is None:
             cache.save_later(profile, key, self._disk_cache_dir)  # not on the request's path
         else:  # (written with its stats; counted again with them: `_grown`)

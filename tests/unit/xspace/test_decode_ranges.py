@@ -3,18 +3,21 @@ the same profile as from its bytes, the same refusals, and never the whole file 
 
 from __future__ import annotations
 
+import contextlib
 import os
-import threading
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from tb_profile_plugin import column_threads, fs
 from tb_profile_plugin.errors import UnreadableProfile
-from tb_profile_plugin.xspace import stats_later
+from tb_profile_plugin.xspace import decode, stats_later
 from tb_profile_plugin.xspace.decode import decode_xspace, outline_xspace
-from tb_profile_plugin.xspace.file_fields import LineScratch
+from tb_profile_plugin.xspace.file_fields import pure_path
 from tb_profile_plugin.xspace.pb import xplane_pb2
 from tb_profile_plugin.xspace.store import ProfileStore
 from tests.fixtures import xplane_files
@@ -114,46 +117,37 @@ def test_truncated_files_read_by_ranges_are_refused(tmp_path: Path, cut: int) ->
 @pytest.mark.parametrize("path", xplane_files(), ids=lambda p: str(p.relative_to(p.parents[4])))
 def test_lines_read_into_reused_memory_decode_as_from_the_bytes(
         path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every line of the file read into the same memory (file_fields.LineScratch, here one
-    buffer for all), decoded whole or events first and its stats walked later: the profile
-    holds nothing of that memory (each line overwrites the last), so it is the one decoded
-    from the file's bytes."""
+    """Every line of the file read into the same memory (decode._LineBudget's spare memory,
+    here one buffer for all), decoded whole or events first and its stats walked later: the
+    profile holds nothing of that memory (each line overwrites the last), so it is the one
+    decoded from the file's bytes."""
     from tests.unit.xspace.test_stats_later import _assert_same_columns, _events_first
 
+    shared = np.empty(path.stat().st_size, np.uint8)
+    lines = [0]
+
+    @contextlib.contextmanager
+    def walking(self: Any, size: int) -> Iterator[np.ndarray]:
+        shared[:] = 0xAB  # (what a line left is gone before the next is read)
+        lines[0] += 1
+        yield shared
+
     monkeypatch.setenv(column_threads.THREADS_ENV, "1")
-    shared = bytearray(path.stat().st_size)
-
-    def get(self: LineScratch, size: int) -> memoryview:
-        view = memoryview(shared)[:size]
-        view[:] = b"\xab" * size  # (what a line left is gone before the next is read)
-        return view
-
-    monkeypatch.setattr(LineScratch, "get", get)
+    monkeypatch.setattr(decode._LineBudget, "walking", walking)
     want = decode_xspace(path.read_bytes())
+    read = lines[0]
     with fs.LocalFile(str(path)) as local:
         whole = decode_xspace(local)
-    shared[:] = b"\xcd" * len(shared)
+    assert lines[0] > read  # (every line read into the shared memory)
+    shared[:] = 0xCD
     _assert_same_columns(whole, want)
     later = _events_first(path)
     pending = stats_later.pending(later)
-    assert pending is not None
-    pending.load()  # (every line walked into the same memory, one after another)
-    shared[:] = b"\xef" * len(shared)
+    if not pure_path(None):  # (the numpy decoder walks each line whole: nothing later)
+        assert pending is not None
+        pending.load()  # (every line walked into the same memory, one after another)
+    shared[:] = 0xEF
     _assert_same_columns(later, want)
-
-
-def test_a_thread_reuses_its_memory_for_lines_of_like_size() -> None:
-    scratch = LineScratch()
-    first = scratch.get(1000)
-    assert len(first) == 1000 and first.obj is scratch.get(600).obj  # reused: within 2x
-    smaller = scratch.get(400)  # less than half: the large memory is let go
-    assert len(smaller) == 400 and smaller.obj is not first.obj
-    assert len(scratch.get(5000)) == 5000  # grown
-    other: list[memoryview] = []
-    thread = threading.Thread(target=lambda: other.append(scratch.get(5000)))
-    thread.start()
-    thread.join()
-    assert other[0].obj is not scratch.get(5000).obj  # each thread its own
 
 
 def test_read_range_into_reads_the_range_in_pieces_and_refuses_a_cut_file(

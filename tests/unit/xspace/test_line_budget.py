@@ -77,3 +77,54 @@ def test_the_largest_lines_are_walked_first_and_kept_in_file_order(monkeypatch) 
     in_order = decode.decode_xspace(capture.read_bytes(), pure=True)  # (one thread, in order)
     assert [[(ln.id, ln.name, len(ln.events)) for ln in p.lines] for p in profile.planes] == [
         [(ln.id, ln.name, len(ln.events)) for ln in p.lines] for p in in_order.planes]
+
+
+def test_spare_memory_is_reused_for_a_line_of_like_size() -> None:
+    """Lines come largest first: spare memory serves a line of half its size or more, and
+    is let go once a line needs less (no later one fits it) or the small lines come."""
+    budget = decode._LineBudget(256 * MIB)
+    with budget.walking(100 * MIB) as first:
+        assert first is not None and len(first) == 100 * MIB
+    with budget.walking(60 * MIB) as again:  # at most twice as large: the same memory
+        assert again is first
+    assert budget.held() == 100 * MIB  # (kept for the next line)
+    with budget.walking(20 * MIB) as smaller:  # less than half: fresh memory, the large gone
+        assert smaller is not first and smaller is not None and len(smaller) == 20 * MIB
+        assert budget.held() == 20 * MIB
+    with budget.walking(decode.LARGE_LINE_BYTES - 1) as small:
+        assert small is None  # (a small line reads fresh bytes)
+    assert budget.held() == 0  # (the small lines came: nothing kept)
+
+
+def test_what_is_held_never_passes_the_budget_and_no_walk_waits_forever() -> None:
+    """Lines walked on four threads, the budget one line: at most one line's memory (in flight
+    or spare) is held at any time, and every line is walked (a thread with no more lines holds
+    no spare memory that another waits for)."""
+    sizes = [40 * MIB, 40 * MIB, 30 * MIB, 50 * MIB, 12 * MIB, 40 * MIB, 9 * MIB, 60 * MIB]
+    budget = decode._LineBudget(60 * MIB)
+    lock = threading.Lock()
+    most, walked = [0], []
+    queue = list(sizes)
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                size = queue.pop(0)
+            with budget.walking(size) as memory:
+                assert memory is not None and len(memory) >= size
+                with lock:
+                    most[0] = max(most[0], budget.held())
+                time.sleep(0.01)
+            with lock:
+                walked.append(size)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert sorted(walked) == sorted(sizes)
+    assert most[0] <= 60 * MIB

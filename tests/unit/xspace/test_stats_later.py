@@ -20,14 +20,14 @@ import pytest
 from tb_profile_plugin import column_threads, fs
 from tb_profile_plugin.errors import NotFound, UnreadableProfile
 from tb_profile_plugin.xspace import cache, stats_later, store
-from tb_profile_plugin.xspace.decode import compiled_decoder_available, decode_xspace
-from tb_profile_plugin.xspace.file_fields import FileBytes
+from tb_profile_plugin.xspace.decode import decode_xspace
+from tb_profile_plugin.xspace.file_fields import FileBytes, pure_path
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.store import ProfileStore
 from tests.fixtures import xplane_files
 from tests.xspace_builder import XSpaceBuilder
 
-pytestmark = pytest.mark.skipif(not compiled_decoder_available(),
+pytestmark = pytest.mark.skipif(pure_path(None),
                                 reason="the events-only walk is the compiled decoder's")
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -161,7 +161,7 @@ def test_a_file_changed_between_the_walks_is_refused_to_every_reader(
     shutil.copyfile(other, path)  # (another capture, under the same name)
     line = _a_line(profile)
     for _ in range(2):  # the same answer each time, never a half-read profile
-        with pytest.raises(UnreadableProfile, match="changed on disk"):
+        with pytest.raises(UnreadableProfile, match=r"^h\.xplane\.pb: .*changed on disk"):
             line.stats.row  # noqa: B018
     # The store sees the new file and decodes it for the next request.
     again = profiles.open(str(path), stats_later=True)
@@ -203,9 +203,34 @@ def test_a_malformed_stat_is_refused_when_the_stats_are_read(
         decode_xspace(path.read_bytes())  # a whole decode refuses the file at once
     profile = _stats_later_store(monkeypatch).open(str(path), stats_later=True)
     assert profile.num_events == 2  # the events were read
-    for _ in range(2):
-        with pytest.raises(UnreadableProfile, match="malformed"):
+    for _ in range(2):  # (each reader its own exception, naming the file)
+        with pytest.raises(UnreadableProfile, match=r"^h\.xplane\.pb: .*malformed") as raised:
             _a_line(profile).stats.row  # noqa: B018
+        assert raised.value.__traceback__ is not None and raised.value.__context__ is None
+    later = stats_later.pending(profile)
+    assert later is not None and later._error is not None
+    assert later._error.__traceback__ is None  # (no frame of the walk kept with the profile)
+
+
+def test_a_line_that_fails_stops_the_walk_of_the_lines_not_begun(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(column_threads.THREADS_ENV, "1")
+    profile = _events_first(GPU)
+    later = stats_later.pending(profile)
+    assert later is not None
+    walked: list[int] = []
+
+    def failing(data: Any) -> Any:
+        def one(k: int) -> Any:
+            walked.append(k)
+            raise UnreadableProfile("a crafted stat")
+        return one
+
+    monkeypatch.setattr(later, "_walker", failing)
+    with pytest.raises(UnreadableProfile, match="a crafted stat"):
+        later.load()
+    lines = sum(len(plane.lines) for plane in profile.planes)
+    assert lines > 1 and len(walked) == 1
 
 
 def test_the_store_decodes_events_first_only_when_asked_and_big_enough(
