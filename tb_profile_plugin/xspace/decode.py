@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -39,6 +38,10 @@ from tb_profile_plugin.xspace.file_fields import (
     records_of,
     sampled_stats_per_event,
     scan,
+)
+from tb_profile_plugin.xspace.line_budget import (
+    LARGE_LINES_IN_FLIGHT_BYTES,
+    LineBudget,
 )
 from tb_profile_plugin.xspace.model import (
     EventColumns,
@@ -192,90 +195,6 @@ def _structure(source: FileBytes, pure: bool
     return head, planes
 
 
-#: Lines of this many bytes or more are walked together only while their bytes add up to at
-#: most `LARGE_LINES_IN_FLIGHT_BYTES`, and one larger than that while no other such line is
-#: (`_decode_planes`, `_LineBudget`): their bytes, columns and temporaries are the decode's
-#: peak (an 8-GPU capture's stream of 1M kernels: 123 MB of bytes, 164 MB at the walk's
-#: peak). Two of those at once take the 10M-event capture's open from 3.4 to 2.0 s and its
-#: peak from 561 to 640 MB, still half the analyses' peak that follows; a 2M one's 20 MB
-#: streams walked side by side take it from 0.65 to 0.42 s.
-LARGE_LINE_BYTES = 8 << 20
-LARGE_LINES_IN_FLIGHT_BYTES = 256 << 20
-
-
-class _LineBudget:
-    """Admits large lines' walks while the bytes of those in flight, and the spare memory kept
-    for the next, stay within the budget (one line over it alone); small lines never wait.
-
-    `walking(size)` yields the memory a large line's bytes are read into (`FileBytes.
-    read_into`): the spare memory of a line walked before where it is at most twice as large,
-    else fresh. Fresh bytes for each of the 10M-event 8-GPU capture's 117 MB streams cost more
-    in page faults than walking them (0.85 s against 0.14 s of reading, serial). Spare memory
-    is the budget's, never a thread's (a thread with no more lines would hold it while others
-    wait), and is dropped first when a line needs room; the callers hand the lines largest
-    first, so spare memory over twice a line's size, or left when the small lines come, fits
-    no later line and is let go; the rest goes with the budget (the decode).
-    Only for walks whose results hold nothing of the line's bytes: the decoders copy what they
-    keep (tested on every committed capture)."""
-
-    def __init__(self, budget_bytes: int) -> None:
-        self._budget = budget_bytes
-        self._in_flight = 0
-        self._spare: list[np.ndarray] = []  # uint8
-        self._ready = threading.Condition()
-
-    @contextlib.contextmanager
-    def walking(self, size: int) -> Iterator[np.ndarray | None]:
-        if size < LARGE_LINE_BYTES:
-            if self._spare:  # (the lines come largest first: no later line needs it)
-                with self._ready:
-                    self._spare.clear()
-            yield None
-            return
-        with self._ready:
-            memory = self._admit(size)
-        try:
-            if memory is None:
-                memory = np.empty(size, np.uint8)  # (not zeroed: the read fills what is read)
-            yield memory
-        finally:
-            with self._ready:
-                self._in_flight -= len(memory) if memory is not None else size
-                if memory is not None:
-                    self._spare.append(memory)
-                    self._trim(0)
-                self._ready.notify_all()
-
-    def _admit(self, size: int) -> np.ndarray | None:
-        """(Under the lock.) A spare memory of `size` to twice that, moved to the line's
-        bytes in flight (what is held does not grow), else room for `size` fresh bytes once
-        it fits (None): spare memory dropped first, then waiting for lines in flight."""
-        while True:
-            # (the lines come largest first: spare memory over twice this one fits no later one)
-            self._spare = [memory for memory in self._spare if len(memory) <= 2 * size]
-            for k, memory in enumerate(self._spare):
-                if size <= len(memory):
-                    del self._spare[k]
-                    self._in_flight += len(memory)
-                    return memory
-            self._trim(size)
-            if self._in_flight == 0 or self._in_flight + size <= self._budget:
-                self._in_flight += size
-                return None
-            self._ready.wait()
-
-    def _trim(self, size: int) -> None:
-        """(Under the lock.) Drops spare memory until `size` more fits with it."""
-        while self._spare and (self._in_flight + sum(map(len, self._spare)) + size
-                               > self._budget):
-            self._spare.pop(0)
-
-    def held(self) -> int:
-        """The bytes of the lines in flight and of the spare memory (for tests)."""
-        with self._ready:
-            return self._in_flight + sum(map(len, self._spare))
-
-
 #: Stats per event from which a line walked as rows has them coded densely (`_decode_line`):
 #: a TensorFlow host thread's events carry 0.5-1.5 (coding them saved ~7 bytes an event and
 #: cost 40% of the decode); a GPU stream's 5-13, a JAX launch thread's 2-4.
@@ -324,14 +243,15 @@ def _decode_planes(
     `_decode_line_events`)."""
     spans = [span for plane in line_spans for span in plane]
     size = sum(hi - lo for lo, hi in spans)
-    budget = _LineBudget(LARGE_LINES_IN_FLIGHT_BYTES)
+    budget = LineBudget(LARGE_LINES_IN_FLIGHT_BYTES)
 
     on_device = {span: head.name.startswith(DEVICE_PLANE_PREFIX)
                  for head, plane in zip(heads, line_spans, strict=True) for span in plane}
 
     def decode(span: tuple[int, int]) -> _RawLine:
         lo, hi = span
-        with budget.walking(hi - lo) as memory:  # (the large walks are the peak)
+        with budget.walking(hi - lo, source.ranges is not None) as memory:  # (the large
+            # walks are the peak)
             if events_only:
                 return _decode_line_events(source.read_into(lo, hi, memory))
             return _decode_line(lambda: source.read_into(lo, hi, memory), pure, on_device[span])
@@ -454,11 +374,11 @@ def _stats_later(reopen: Reopen, heads: list[xplane_pb2.XPlane],
 
     def walker(data: bytes | RangeSource) -> Callable[[int], Walked]:
         source = FileBytes(data)
-        budget = _LineBudget(LARGE_LINES_IN_FLIGHT_BYTES)
+        budget = LineBudget(LARGE_LINES_IN_FLIGHT_BYTES)
 
         def walk(k: int) -> Walked:
             lo, hi = spans[k]
-            with _unreadable_wire(), budget.walking(hi - lo) as memory:
+            with _unreadable_wire(), budget.walking(hi - lo, source.ranges is not None) as memory:
                 raw = _decode_line(lambda: source.read_into(lo, hi, memory), False,
                                    on_device[k])
             return raw.metadata_id, raw.offset_ps, raw.event_duration_ps, raw.dense_stats

@@ -69,7 +69,7 @@ class FileBytes:
 
     def read_into(self, start: int, end: int, memory: np.ndarray | None) -> memoryview:
         """`read`, a range of a file read into `memory` (uint8, `end - start` or more: the
-        caller's to reuse once the walk is done, decode._LineBudget) where given; bytes in
+        caller's to reuse once the walk is done, line_budget.py) where given; bytes in
         memory are a view, as `read` gives them."""
         if memory is None or self.view is not None or not 0 <= start <= end <= self.size:
             return self.read(start, end)

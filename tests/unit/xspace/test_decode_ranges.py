@@ -15,7 +15,7 @@ import pytest
 
 from tb_profile_plugin import column_threads, fs
 from tb_profile_plugin.errors import UnreadableProfile
-from tb_profile_plugin.xspace import decode, stats_later
+from tb_profile_plugin.xspace import line_budget, stats_later
 from tb_profile_plugin.xspace.decode import decode_xspace, outline_xspace
 from tb_profile_plugin.xspace.file_fields import pure_path
 from tb_profile_plugin.xspace.pb import xplane_pb2
@@ -117,7 +117,7 @@ def test_truncated_files_read_by_ranges_are_refused(tmp_path: Path, cut: int) ->
 @pytest.mark.parametrize("path", xplane_files(), ids=lambda p: str(p.relative_to(p.parents[4])))
 def test_lines_read_into_reused_memory_decode_as_from_the_bytes(
         path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every line of the file read into the same memory (decode._LineBudget's spare memory,
+    """Every line of the file read into the same memory (line_budget.LineBudget's spare memory,
     here one buffer for all), decoded whole or events first and its stats walked later: the
     profile holds nothing of that memory (each line overwrites the last), so it is the one
     decoded from the file's bytes."""
@@ -127,13 +127,16 @@ def test_lines_read_into_reused_memory_decode_as_from_the_bytes(
     lines = [0]
 
     @contextlib.contextmanager
-    def walking(self: Any, size: int) -> Iterator[np.ndarray]:
+    def walking(self: Any, size: int, reuse: bool = True) -> Iterator[np.ndarray | None]:
+        if not reuse:  # (bytes in memory: read as views)
+            yield None
+            return
         shared[:] = 0xAB  # (what a line left is gone before the next is read)
         lines[0] += 1
         yield shared
 
     monkeypatch.setenv(column_threads.THREADS_ENV, "1")
-    monkeypatch.setattr(decode._LineBudget, "walking", walking)
+    monkeypatch.setattr(line_budget.LineBudget, "walking", walking)
     want = decode_xspace(path.read_bytes())
     read = lines[0]
     with fs.LocalFile(str(path)) as local:

@@ -1,4 +1,4 @@
-"""The decoder's byte budget for large lines walked side by side (decode._LineBudget): two
+"""The decoder's byte budget for large lines walked side by side (line_budget.LineBudget): two
 streams of a 2M-event 8-GPU capture (~20 MB each) walk together, two of a 10M one (~120 MB
 each) one after the other, and small lines never wait."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tb_profile_plugin.xspace import decode
+from tb_profile_plugin.xspace import decode, line_budget
 
 MIB = 1 << 20
 
@@ -15,7 +15,7 @@ MIB = 1 << 20
 def _most_at_once(budget_bytes: int, sizes: list[int]) -> int:
     """How many of `sizes` were walked at once at most, each walk held 50 ms, all started
     together."""
-    budget = decode._LineBudget(budget_bytes)
+    budget = line_budget.LineBudget(budget_bytes)
     lock = threading.Lock()
     now, most = [0], [0]
     start = threading.Barrier(len(sizes))
@@ -49,7 +49,7 @@ def test_lines_over_the_budget_walk_one_at_a_time() -> None:
 
 
 def test_small_lines_never_wait() -> None:
-    small = decode.LARGE_LINE_BYTES - 1
+    small = line_budget.LARGE_LINE_BYTES - 1
     assert _most_at_once(64 * MIB, [100 * MIB, small, small, small]) == 4
 
 
@@ -82,7 +82,7 @@ def test_the_largest_lines_are_walked_first_and_kept_in_file_order(monkeypatch) 
 def test_spare_memory_is_reused_for_a_line_of_like_size() -> None:
     """Lines come largest first: spare memory serves a line of half its size or more, and
     is let go once a line needs less (no later one fits it) or the small lines come."""
-    budget = decode._LineBudget(256 * MIB)
+    budget = line_budget.LineBudget(256 * MIB)
     with budget.walking(100 * MIB) as first:
         assert first is not None and len(first) == 100 * MIB
     with budget.walking(60 * MIB) as again:  # at most twice as large: the same memory
@@ -91,7 +91,7 @@ def test_spare_memory_is_reused_for_a_line_of_like_size() -> None:
     with budget.walking(20 * MIB) as smaller:  # less than half: fresh memory, the large gone
         assert smaller is not first and smaller is not None and len(smaller) == 20 * MIB
         assert budget.held() == 20 * MIB
-    with budget.walking(decode.LARGE_LINE_BYTES - 1) as small:
+    with budget.walking(line_budget.LARGE_LINE_BYTES - 1) as small:
         assert small is None  # (a small line reads fresh bytes)
     assert budget.held() == 0  # (the small lines came: nothing kept)
 
@@ -101,7 +101,7 @@ def test_what_is_held_never_passes_the_budget_and_no_walk_waits_forever() -> Non
     or spare) is held at any time, and every line is walked (a thread with no more lines holds
     no spare memory that another waits for)."""
     sizes = [40 * MIB, 40 * MIB, 30 * MIB, 50 * MIB, 12 * MIB, 40 * MIB, 9 * MIB, 60 * MIB]
-    budget = decode._LineBudget(60 * MIB)
+    budget = line_budget.LineBudget(60 * MIB)
     lock = threading.Lock()
     most, walked = [0], []
     queue = list(sizes)
@@ -128,3 +128,13 @@ def test_what_is_held_never_passes_the_budget_and_no_walk_waits_forever() -> Non
     assert not any(thread.is_alive() for thread in threads)
     assert sorted(walked) == sorted(sizes)
     assert most[0] <= 60 * MIB
+
+
+def test_bytes_in_memory_are_admitted_without_memory() -> None:
+    """A decode of bytes in memory reads its lines as views: a large line is admitted under the
+    budget, and no memory is made for it (an 8 MiB string's line cost its size twice)."""
+    budget = line_budget.LineBudget(64 * MIB)
+    with budget.walking(40 * MIB, reuse=False) as memory:
+        assert memory is None and budget.held() == 40 * MIB
+    assert budget.held() == 0
+    assert _most_at_once(64 * MIB, [40 * MIB, 40 * MIB]) == 1  # (still one at a time)
