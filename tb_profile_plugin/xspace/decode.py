@@ -249,12 +249,7 @@ def _decode_planes(
                  for head, plane in zip(heads, line_spans, strict=True) for span in plane}
 
     def decode(span: tuple[int, int]) -> _RawLine:
-        lo, hi = span
-        with budget.walking(hi - lo, source.ranges is not None) as memory:  # (the large
-            # walks are the peak)
-            if events_only:
-                return _decode_line_events(source.read_into(lo, hi, memory))
-            return _decode_line(lambda: source.read_into(lo, hi, memory), pure, on_device[span])
+        return _walked(source, budget, span, pure, on_device[span], events_only)
 
     # The largest lines first, so that the threads finish together (in file order the 8-GPU
     # 10M capture's last 117 MB stream was walked alone: 1.62 s where 1.49 s would do); the
@@ -353,6 +348,17 @@ def _decode_line(read: Callable[[], memoryview], pure: bool, on_device: bool = T
     return raw
 
 
+def _walked(source: FileBytes, budget: LineBudget, span: tuple[int, int], pure: bool,
+            on_device: bool, events_only: bool = False) -> _RawLine:
+    """The line at `span` of the file walked (`events_only`: its events alone), a large one
+    once `budget` admits it, read into the budget's memory (the large walks are the peak)."""
+    lo, hi = span
+    with budget.walking(hi - lo, source.ranges is not None) as memory:
+        if events_only:
+            return _decode_line_events(source.read_into(lo, hi, memory))
+        return _decode_line(lambda: source.read_into(lo, hi, memory), pure, on_device)
+
+
 def _decode_line_events(line_bytes: memoryview) -> _RawLine:
     """The line's header and events, its stats passed over (the compiled walk's events-only
     mode: `decode_xspace(stats_later=...)`)."""
@@ -377,10 +383,8 @@ def _stats_later(reopen: Reopen, heads: list[xplane_pb2.XPlane],
         budget = LineBudget(LARGE_LINES_IN_FLIGHT_BYTES)
 
         def walk(k: int) -> Walked:
-            lo, hi = spans[k]
-            with _unreadable_wire(), budget.walking(hi - lo, source.ranges is not None) as memory:
-                raw = _decode_line(lambda: source.read_into(lo, hi, memory), False,
-                                   on_device[k])
+            with _unreadable_wire():
+                raw = _walked(source, budget, spans[k], False, on_device[k])
             return raw.metadata_id, raw.offset_ps, raw.event_duration_ps, raw.dense_stats
 
         return walk

@@ -115,6 +115,3 @@ def lazy(cls: type[LazyColumns], part: Part) -> Any:
     object.__setattr__(obj, "_part", part)
     return obj
 
-
-#: Whether an object is a lazy part not read yet.
-is_unread = model.is_unread

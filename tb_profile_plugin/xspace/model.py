@@ -581,8 +581,9 @@ def result_nbytes(result: object, seen: set[int] | None = None) -> int:
 
 
 def is_unread(value: object) -> bool:
-    """Whether `value` is a line's lazy columns not read yet (xspace/lazy_columns.py): reading
-    any of its fields reads them."""
+    """Whether `value` is a line's lazy columns not read yet (xspace/lazy_columns.py: the disk
+    cache's lines, cache/lazy.py, and stats walked later, stats_later.py): reading any of its
+    fields reads them."""
     part = getattr(value, "__dict__", {}).get("_part")
     return part is not None and not part.done
 

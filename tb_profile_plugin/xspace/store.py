@@ -47,7 +47,7 @@ from tb_profile_plugin.xspace.kineto import outline as kineto_outline
 from tb_profile_plugin.xspace.kineto.read import GZIP_MAGIC, Source
 from tb_profile_plugin.xspace.model import Profile
 from tb_profile_plugin.xspace.producers.pytorch import is_kineto_file
-from tb_profile_plugin.xspace.stats_later import CHANGED
+from tb_profile_plugin.xspace.stats_later import CHANGED, Reopen
 from tb_profile_plugin.xspace.stats_later import pending as stats_later_of
 
 MEMORY_CACHE_ENV = "TB_PROFILE_MEMORY_CACHE_BYTES"
@@ -124,14 +124,15 @@ def disk_key(path: str, identity: fs.Identity | None = None) -> str:
                            f"{identity.inode}:{identity.ctime_ns}:{identity.fingerprint}{kineto}")
 
 
-def decode_profile_bytes(path: str, data: bytes | Source) -> Profile:
+def decode_profile_bytes(path: str, data: bytes | Source,
+                         stats_later: Reopen | None = None) -> Profile:
     """The file's bytes (or, a plain PyTorch trace, its open file: `open_profile`) decoded by
     the decoder its name asks for: a PyTorch trace (`*.pt.trace.json[.gz]`, xspace/kineto/)
-    or an XSpace."""
+    or an XSpace (`stats_later`: events first, `decode_xspace`)."""
     if is_kineto_file(path):
         return decode_kineto(data)
     assert isinstance(data, bytes | fs.LocalFile)  # (an XSpace: bytes, or ranges of a file)
-    return decode_xspace(data)
+    return decode_xspace(data, stats_later=stats_later)
 
 
 def outline_profile(path: str, data: bytes | Source) -> Outline:
@@ -374,18 +375,16 @@ class ProfileStore:
             _reopened, path, stats_later)
         with open_profile(path, ranges=True) as data:  # (its reading errors: not Undecodable)
             try:
-                profile = (decode_profile_bytes(path, data) if reopen is None
-                           else decode_xspace(data, stats_later=reopen))  # type: ignore[arg-type]
+                profile = decode_profile_bytes(path, data, reopen)
             except UnreadableProfile as exc:
                 raise Undecodable(f"{fs.basename(path)}: {exc}") from exc
         with self._lock:
             self.decode_count += 1
         later = stats_later_of(profile)
-        if later is not None:
-            later.name = fs.basename(path)  # (named in its errors, as the decode's are)
         if later is None:
             cache.save_later(profile, key, self._disk_cache_dir)  # not on the request's path
         else:  # (written with its stats; counted again with them: `_grown`)
+            later.name = fs.basename(path)  # (named in its errors, as the decode's are)
             later.when_loaded(functools.partial(
                 _loaded, weakref.ref(profile), key, self._disk_cache_dir))
         return profile

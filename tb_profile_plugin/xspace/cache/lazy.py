@@ -200,4 +200,4 @@ _LAZY_CLASSES: dict[str, type[lazy_columns.LazyColumns]] = {
 
 
 #: Whether `obj` is a lazy part not read yet (tree._check leaves it for its first use).
-is_unread = lazy_columns.is_unread
+is_unread = model.is_unread

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_profile_plugin.xspace import lazy_columns, model
+from tb_profile_plugin.xspace import model
 from tb_profile_plugin.xspace.schema import FORMAT_VERSION, StatKind
 
 _TYPES = {
@@ -91,7 +91,7 @@ def _check(obj: Any) -> None:
         for item in obj:
             _check(item)
         return
-    if not dataclasses.is_dataclass(obj) or _unread(obj):
+    if not dataclasses.is_dataclass(obj) or model.is_unread(obj):
         return
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -118,14 +118,8 @@ def _check(obj: Any) -> None:
         if len(obj.child_offsets) != len(obj.ids) + 1:
             raise ValueError("child offsets do not match the metadata rows")
         _check_rows(obj.stats, len(obj.ids))
-    if isinstance(obj, model.Line) and not _unread(obj.stats):
+    if isinstance(obj, model.Line) and not model.is_unread(obj.stats):
         _check_rows(obj.stats, len(obj.events))
-
-
-def _unread(obj: Any) -> bool:
-    """Whether `obj` is a part of a lazily read profile not read yet (cache/lazy.py,
-    xspace/stats_later.py): it is checked when it is first read."""
-    return lazy_columns.is_unread(obj)
 
 
 def _type_ok(value: Any, annotation: str) -> bool:
